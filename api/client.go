@@ -1,0 +1,162 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+
+	"github.com/cairn-agents/cairn/content"
+)
+
+// Client calls a Cairn server's JSON-RPC API.
+type Client struct {
+	url  string
+	http *http.Client
+	next atomic.Int64
+}
+
+// NewClient returns a client for a server address ("127.0.0.1:8420" or a
+// full URL); httpClient may be nil.
+func NewClient(addr string, httpClient *http.Client) *Client {
+	url := addr
+	if !strings.Contains(url, "://") {
+		url = "http://" + url
+	}
+	url = strings.TrimSuffix(url, "/")
+	if !strings.HasSuffix(url, "/rpc") {
+		url += "/rpc"
+	}
+	if httpClient == nil {
+		httpClient = &http.Client{}
+	}
+	return &Client{url: url, http: httpClient}
+}
+
+// Call invokes method with params and decodes the result into result (which
+// may be nil). A JSON-RPC error is returned as *Error.
+func (c *Client) Call(ctx context.Context, method string, params, result any) error {
+	p, err := json.Marshal(params)
+	if err != nil {
+		return err
+	}
+	id := c.next.Add(1)
+	body, err := json.Marshal(Request{JSONRPC: "2.0", ID: json.RawMessage(fmt.Sprint(id)), Method: method, Params: p})
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("calling %s: %w", method, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("reading %s response: %w", method, err)
+	}
+	var out Response
+	if err := json.Unmarshal(data, &out); err != nil {
+		return fmt.Errorf("%s: HTTP %d with a body that is not a JSON-RPC response", method, resp.StatusCode)
+	}
+	if out.Error != nil {
+		return out.Error
+	}
+	if result != nil {
+		return json.Unmarshal(out.Result, result)
+	}
+	return nil
+}
+
+// CreateSession calls session/create.
+func (c *Client) CreateSession(ctx context.Context, p CreateSessionParams) (CreateSessionResult, error) {
+	var r CreateSessionResult
+	return r, c.Call(ctx, MethodSessionCreate, p, &r)
+}
+
+// ReadSession calls session/read.
+func (c *Client) ReadSession(ctx context.Context, sessionID string) (SessionReadResult, error) {
+	var r SessionReadResult
+	return r, c.Call(ctx, MethodSessionRead, SessionParams{SessionID: sessionID}, &r)
+}
+
+// ListSessions calls session/list.
+func (c *Client) ListSessions(ctx context.Context, p SessionListParams) (SessionListResult, error) {
+	var r SessionListResult
+	return r, c.Call(ctx, MethodSessionList, p, &r)
+}
+
+// StartRun calls session/runs/start.
+func (c *Client) StartRun(ctx context.Context, p RunStartParams) (RunStartResult, error) {
+	var r RunStartResult
+	return r, c.Call(ctx, MethodRunsStart, p, &r)
+}
+
+// ReadRun calls session/runs/read.
+func (c *Client) ReadRun(ctx context.Context, sessionID, runID string) (RunReadResult, error) {
+	var r RunReadResult
+	return r, c.Call(ctx, MethodRunsRead, RunParams{SessionID: sessionID, RunID: runID}, &r)
+}
+
+// Steer calls session/runs/steer.
+func (c *Client) Steer(ctx context.Context, p SteerParams) (SteerResult, error) {
+	var r SteerResult
+	return r, c.Call(ctx, MethodRunsSteer, p, &r)
+}
+
+// CancelRun calls session/runs/cancel.
+func (c *Client) CancelRun(ctx context.Context, sessionID, runID string) (RunSummary, error) {
+	var r RunSummary
+	return r, c.Call(ctx, MethodRunsCancel, RunParams{SessionID: sessionID, RunID: runID}, &r)
+}
+
+// ReadEvents calls session/events/read.
+func (c *Client) ReadEvents(ctx context.Context, p EventsReadParams) (EventsReadResult, error) {
+	var r EventsReadResult
+	return r, c.Call(ctx, MethodEventsRead, p, &r)
+}
+
+// ReadContext calls session/context/read.
+func (c *Client) ReadContext(ctx context.Context, sessionID string) (ContextReadResult, error) {
+	var r ContextReadResult
+	return r, c.Call(ctx, MethodContextRead, SessionParams{SessionID: sessionID}, &r)
+}
+
+// AppendContext calls session/context/append.
+func (c *Client) AppendContext(ctx context.Context, p ContextAppendParams) (ContextAppendResult, error) {
+	var r ContextAppendResult
+	return r, c.Call(ctx, MethodContextAppend, p, &r)
+}
+
+// RemoveContext calls session/context/remove.
+func (c *Client) RemoveContext(ctx context.Context, p ContextRemoveParams) (ContextRemoveResult, error) {
+	var r ContextRemoveResult
+	return r, c.Call(ctx, MethodContextRemove, p, &r)
+}
+
+// PutBlob calls blobs/put.
+func (c *Client) PutBlob(ctx context.Context, data []byte, mediaType string) (BlobPutResult, error) {
+	var r BlobPutResult
+	return r, c.Call(ctx, MethodBlobsPut, BlobPutParams{Data: data, MediaType: mediaType}, &r)
+}
+
+// ReadBlob calls blobs/read.
+func (c *Client) ReadBlob(ctx context.Context, p BlobReadParams) (BlobReadResult, error) {
+	var r BlobReadResult
+	return r, c.Call(ctx, MethodBlobsRead, p, &r)
+}
+
+// Get reads a blob's bytes (blobs/read), so the client can serve as a
+// read-only blob source for views.
+func (c *Client) Get(ctx context.Context, d content.Digest) ([]byte, error) {
+	r, err := c.ReadBlob(ctx, BlobReadParams{Ref: d})
+	return r.Data, err
+}

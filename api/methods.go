@@ -1,0 +1,330 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cairn-agents/cairn/blob"
+	"github.com/cairn-agents/cairn/content"
+	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/runtime"
+	"github.com/cairn-agents/cairn/view"
+)
+
+// Limits of reads.
+const (
+	defaultEventLimit = 100
+	maxEventLimit     = 1000
+	maxWait           = 30 * time.Second
+	maxSessionList    = 1000
+)
+
+func (s *Server) routes() map[string]method {
+	return map[string]method{
+		MethodSessionCreate: handler(s.createSession),
+		MethodSessionRead:   handler(s.readSession),
+		MethodSessionList:   handler(s.listSessions),
+		MethodRunsStart:     handler(s.startRun),
+		MethodRunsRead:      handler(s.readRun),
+		MethodRunsSteer:     handler(s.steer),
+		MethodRunsCancel:    handler(s.cancelRun),
+		MethodEventsRead:    handler(s.readEvents),
+		MethodContextRead:   handler(s.readContext),
+		MethodContextAppend: handler(s.appendContext),
+		MethodContextRemove: handler(s.removeContext),
+		MethodBlobsPut:      handler(s.putBlob),
+		MethodBlobsRead:     handler(s.readBlob),
+	}
+}
+
+// handler adapts a typed method to the generic signature.
+func handler[P any, R any](f func(context.Context, P) (R, error)) method {
+	return func(ctx context.Context, raw json.RawMessage) (any, error) {
+		var p P
+		if err := decodeParams(raw, &p); err != nil {
+			return nil, err
+		}
+		return f(ctx, p)
+	}
+}
+
+func requireSession(id string) error {
+	if id == "" {
+		return invalidParams("sessionId is required")
+	}
+	return nil
+}
+
+func (s *Server) createSession(ctx context.Context, p CreateSessionParams) (CreateSessionResult, error) {
+	cfg := core.SessionConfig{Model: p.Model, Tools: p.Tools, MaxTurns: p.MaxTurns}
+	if err := core.ValidateConfig(cfg); err != nil {
+		return CreateSessionResult{}, err
+	}
+	if !slices.Contains(s.apiKinds, p.Model.APIKind) {
+		return CreateSessionResult{}, &core.Rejection{Kind: core.RejectInvalidConfiguration,
+			Message: "API kind " + p.Model.APIKind + " has no adapter in this server yet; supported: " + strings.Join(s.apiKinds, ", ")}
+	}
+	var instr *core.EntryInput
+	if p.Instructions != "" {
+		item, err := runtime.TextInput(ctx, s.host.Blobs(), p.Instructions)
+		if err != nil {
+			return CreateSessionResult{}, err
+		}
+		instr = &core.EntryInput{Kind: core.EntryInstructions, Content: item.Content, TokenEstimate: item.TokenEstimate, Preview: item.Preview}
+	}
+	id, err := s.host.CreateSession(ctx, p.SessionID, cfg, instr)
+	if err != nil {
+		return CreateSessionResult{}, err
+	}
+	return CreateSessionResult{SessionID: id}, nil
+}
+
+func (s *Server) readSession(ctx context.Context, p SessionParams) (SessionReadResult, error) {
+	if err := requireSession(p.SessionID); err != nil {
+		return SessionReadResult{}, err
+	}
+	var out SessionReadResult
+	err := s.host.Inspect(ctx, p.SessionID, func(st *core.State) {
+		out = SessionReadResult{
+			SessionID: st.SessionID, Status: core.SessionStatusOpen, Model: st.Config.Model, Tools: st.Config.Tools,
+			ContextRevision: st.Revision, Head: st.Head, QueuedRuns: []RunSummary{},
+		}
+		if st.Closed {
+			out.Status = core.SessionStatusClosed
+		}
+		if r := st.ActiveRun(); r != nil {
+			out.ActiveRun = &RunSummary{RunID: r.ID, Status: r.Status}
+		}
+		for _, id := range st.Queue {
+			out.QueuedRuns = append(out.QueuedRuns, RunSummary{RunID: id, Status: core.StatusQueued})
+		}
+	})
+	return out, err
+}
+
+func (s *Server) listSessions(ctx context.Context, p SessionListParams) (SessionListResult, error) {
+	limit := p.Limit
+	if limit <= 0 || limit > maxSessionList {
+		limit = maxSessionList
+	}
+	list, err := s.host.Log().Sessions(ctx, p.After, limit)
+	if list == nil {
+		list = []core.Lifecycle{}
+	}
+	return SessionListResult{Sessions: list}, err
+}
+
+// textInput stores the text parts of an input and describes them.
+func (s *Server) textInput(ctx context.Context, parts []InputPart) ([]core.InputItem, error) {
+	if len(parts) == 0 {
+		return nil, invalidParams("input needs at least one part")
+	}
+	items := make([]core.InputItem, len(parts))
+	for i, part := range parts {
+		if part.Type != "text" {
+			return nil, invalidParams("input[" + strconv.Itoa(i) + "].type must be \"text\"")
+		}
+		if part.Text == "" {
+			return nil, invalidParams("input[" + strconv.Itoa(i) + "].text is empty")
+		}
+		item, err := runtime.TextInput(ctx, s.host.Blobs(), part.Text)
+		if err != nil {
+			return nil, err
+		}
+		items[i] = item
+	}
+	return items, nil
+}
+
+func (s *Server) startRun(ctx context.Context, p RunStartParams) (RunStartResult, error) {
+	if err := requireSession(p.SessionID); err != nil {
+		return RunStartResult{}, err
+	}
+	items, err := s.textInput(ctx, p.Input)
+	if err != nil {
+		return RunStartResult{}, err
+	}
+	adm, err := s.host.Submit(ctx, p.SessionID, core.StartRun{AtMs: s.host.NowMs(), RunID: s.host.NewID("run_"), SubmissionID: p.SubmissionID, Input: items})
+	if err != nil {
+		return RunStartResult{}, err
+	}
+	return RunStartResult{RunID: adm.RunID, Status: adm.Status}, nil
+}
+
+func (s *Server) readRun(ctx context.Context, p RunParams) (RunReadResult, error) {
+	if err := requireSession(p.SessionID); err != nil {
+		return RunReadResult{}, err
+	}
+	var out RunReadResult
+	var found bool
+	var output *content.ContentRef
+	err := s.host.Inspect(ctx, p.SessionID, func(st *core.State) {
+		r := st.Run(p.RunID)
+		if r == nil {
+			return
+		}
+		found = true
+		out = RunReadResult{RunID: r.ID, Status: r.Status, Turns: r.Turns, Error: r.Error}
+		output = r.Output
+	})
+	if err != nil {
+		return RunReadResult{}, err
+	}
+	if !found {
+		return RunReadResult{}, &core.Rejection{Kind: core.RejectUnknownReference, Message: "run " + p.RunID + " not found in session " + p.SessionID}
+	}
+	if output != nil {
+		text, err := view.ProjectText(ctx, s.host.Blobs(), *output)
+		if err != nil {
+			return RunReadResult{}, err
+		}
+		out.Output = &RunOutput{Ref: output.Digest, MediaType: output.MediaType, ProviderKind: output.ProviderKind, Text: text}
+	}
+	return out, nil
+}
+
+func (s *Server) steer(ctx context.Context, p SteerParams) (SteerResult, error) {
+	if err := requireSession(p.SessionID); err != nil {
+		return SteerResult{}, err
+	}
+	items, err := s.textInput(ctx, p.Input)
+	if err != nil {
+		return SteerResult{}, err
+	}
+	id := s.host.NewID("st_")
+	adm, err := s.host.Submit(ctx, p.SessionID, core.Steer{AtMs: s.host.NowMs(), SteeringID: id, Input: items})
+	if err != nil {
+		return SteerResult{}, err
+	}
+	return SteerResult{RunID: adm.RunID, SteeringID: id}, nil
+}
+
+func (s *Server) cancelRun(ctx context.Context, p RunParams) (RunSummary, error) {
+	if err := requireSession(p.SessionID); err != nil {
+		return RunSummary{}, err
+	}
+	if p.RunID == "" {
+		return RunSummary{}, invalidParams("runId is required")
+	}
+	adm, err := s.host.Submit(ctx, p.SessionID, core.CancelRun{AtMs: s.host.NowMs(), RunID: p.RunID})
+	if err != nil {
+		return RunSummary{}, err
+	}
+	return RunSummary{RunID: adm.RunID, Status: adm.Status}, nil
+}
+
+func (s *Server) readEvents(ctx context.Context, p EventsReadParams) (EventsReadResult, error) {
+	if err := requireSession(p.SessionID); err != nil {
+		return EventsReadResult{}, err
+	}
+	if p.After < 0 || p.Limit < 0 || p.WaitMs < 0 {
+		return EventsReadResult{}, invalidParams("after, limit and waitMs must not be negative")
+	}
+	limit := p.Limit
+	if limit == 0 {
+		limit = defaultEventLimit
+	}
+	limit = min(limit, maxEventLimit)
+	head, changed, err := s.host.Changed(ctx, p.SessionID)
+	if err != nil {
+		return EventsReadResult{}, err
+	}
+	if head <= p.After && p.WaitMs > 0 {
+		timer := time.NewTimer(min(time.Duration(p.WaitMs)*time.Millisecond, maxWait))
+		defer timer.Stop()
+		select {
+		case <-changed:
+		case <-timer.C:
+		case <-ctx.Done():
+			return EventsReadResult{}, ctx.Err()
+		}
+	}
+	evs, err := s.host.Log().ReadAfter(ctx, p.SessionID, p.After, limit)
+	if err != nil {
+		return EventsReadResult{}, err
+	}
+	out := EventsReadResult{Events: make([]EventView, len(evs)), Head: head}
+	for i, ev := range evs {
+		out.Events[i] = EventView{Seq: ev.Seq, Kind: ev.Kind, ObservedAtMs: ev.ObservedAtMs, Joins: ev.Joins, Payload: ev.Payload}
+		out.Head = max(out.Head, ev.Seq)
+	}
+	return out, nil
+}
+
+func (s *Server) readContext(ctx context.Context, p SessionParams) (ContextReadResult, error) {
+	if err := requireSession(p.SessionID); err != nil {
+		return ContextReadResult{}, err
+	}
+	var out ContextReadResult
+	err := s.host.Inspect(ctx, p.SessionID, func(st *core.State) {
+		out = ContextReadResult{Revision: st.Revision, Entries: st.Context()}
+	})
+	return out, err
+}
+
+func (s *Server) appendContext(ctx context.Context, p ContextAppendParams) (ContextAppendResult, error) {
+	if err := requireSession(p.SessionID); err != nil {
+		return ContextAppendResult{}, err
+	}
+	if p.Text == "" {
+		return ContextAppendResult{}, invalidParams("text is required")
+	}
+	item, err := runtime.TextInput(ctx, s.host.Blobs(), p.Text)
+	if err != nil {
+		return ContextAppendResult{}, err
+	}
+	in := core.EntryInput{Key: p.Key, Kind: p.Kind, Content: item.Content, TokenEstimate: item.TokenEstimate, Preview: item.Preview, Origin: "api"}
+	if p.Kind == core.EntryMessage {
+		in.Role = core.RoleUser
+	}
+	adm, err := s.host.Submit(ctx, p.SessionID, core.AppendContext{AtMs: s.host.NowMs(), Entries: []core.EntryInput{in}, ExpectedRevision: p.ExpectedRevision})
+	if err != nil {
+		return ContextAppendResult{}, err
+	}
+	var applied core.ContextEntriesApplied
+	if err := json.Unmarshal(adm.Proposals[0].Payload, &applied); err != nil {
+		return ContextAppendResult{}, err
+	}
+	return ContextAppendResult{Revision: applied.BaseRevision + 1, EntryID: applied.Entries[0].ID}, nil
+}
+
+func (s *Server) removeContext(ctx context.Context, p ContextRemoveParams) (ContextRemoveResult, error) {
+	if err := requireSession(p.SessionID); err != nil {
+		return ContextRemoveResult{}, err
+	}
+	if p.Key == "" {
+		return ContextRemoveResult{}, invalidParams("key is required")
+	}
+	adm, err := s.host.Submit(ctx, p.SessionID, core.RemoveContext{AtMs: s.host.NowMs(), Keys: []string{p.Key}, ExpectedRevision: p.ExpectedRevision})
+	if err != nil {
+		return ContextRemoveResult{}, err
+	}
+	var removed core.ContextKeysRemoved
+	if err := json.Unmarshal(adm.Proposals[0].Payload, &removed); err != nil {
+		return ContextRemoveResult{}, err
+	}
+	return ContextRemoveResult{Revision: removed.BaseRevision + 1}, nil
+}
+
+func (s *Server) putBlob(ctx context.Context, p BlobPutParams) (BlobPutResult, error) {
+	mt := p.MediaType
+	if mt == "" {
+		mt = "application/octet-stream"
+	}
+	ref, err := blob.PutRef(ctx, s.host.Blobs(), p.Data, mt, "")
+	return BlobPutResult{Ref: ref}, err
+}
+
+func (s *Server) readBlob(ctx context.Context, p BlobReadParams) (BlobReadResult, error) {
+	if p.Ref.IsZero() {
+		return BlobReadResult{}, invalidParams("ref is required")
+	}
+	data, err := s.host.Blobs().Get(ctx, p.Ref)
+	return BlobReadResult{Data: data}, err
+}
+
+func itoa64(n int64) string { return strconv.FormatInt(n, 10) }

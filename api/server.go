@@ -1,0 +1,200 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/cairn-agents/cairn/blob"
+	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/store"
+)
+
+// Host is what the API needs from a host (runtime/local today, the Temporal
+// gateway later): admission of commands and consistent reads.
+type Host interface {
+	CreateSession(ctx context.Context, id string, cfg core.SessionConfig, instructions *core.EntryInput) (string, error)
+	Submit(ctx context.Context, sessionID string, cmd core.Command) (core.Admission, error)
+	Inspect(ctx context.Context, sessionID string, fn func(*core.State)) error
+	Changed(ctx context.Context, sessionID string) (int64, <-chan struct{}, error)
+	Blobs() blob.Store
+	Log() store.SessionLog
+	NewID(prefix string) string
+	NowMs() int64
+}
+
+// DefaultMaxBodyBytes bounds a request body (blobs/put carries base64 data).
+const DefaultMaxBodyBytes = 16 << 20
+
+// Server serves JSON-RPC 2.0 on POST /rpc.
+type Server struct {
+	host         Host
+	apiKinds     []string
+	maxBodyBytes int64
+	log          *slog.Logger
+	methods      map[string]method
+}
+
+type method func(ctx context.Context, params json.RawMessage) (any, error)
+
+// ServerOptions configure a Server.
+type ServerOptions struct {
+	// APIKinds are the API kinds with an adapter; sessions of other kinds are
+	// rejected at creation.
+	APIKinds     []string
+	MaxBodyBytes int64
+	Logger       *slog.Logger
+}
+
+// NewServer returns a server for host.
+func NewServer(host Host, opt ServerOptions) *Server {
+	if opt.MaxBodyBytes <= 0 {
+		opt.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.Default()
+	}
+	s := &Server{host: host, apiKinds: opt.APIKinds, maxBodyBytes: opt.MaxBodyBytes, log: opt.Logger}
+	s.methods = s.routes()
+	return s
+}
+
+// Handler returns the HTTP handler: POST /rpc.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /rpc", s.serveRPC)
+	return mux
+}
+
+func (s *Server) serveRPC(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeJSON(w, http.StatusRequestEntityTooLarge, Response{JSONRPC: "2.0", ID: json.RawMessage("null"),
+				Error: newError(CodeInvalidRequest, KindBodyTooLarge, "request body exceeds the limit of "+itoa64(s.maxBodyBytes)+" bytes")})
+			return
+		}
+		writeJSON(w, http.StatusBadRequest, Response{JSONRPC: "2.0", ID: json.RawMessage("null"), Error: newError(CodeParseError, KindParseError, "could not read request body")})
+		return
+	}
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		var batch []json.RawMessage
+		if err := json.Unmarshal(trimmed, &batch); err != nil || len(batch) == 0 {
+			writeJSON(w, http.StatusOK, Response{JSONRPC: "2.0", ID: json.RawMessage("null"), Error: newError(CodeInvalidRequest, KindInvalidRequest, "invalid batch")})
+			return
+		}
+		var out []Response
+		for _, raw := range batch {
+			if resp, ok := s.handle(r.Context(), raw); ok {
+				out = append(out, resp)
+			}
+		}
+		if len(out) == 0 {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		writeJSON(w, http.StatusOK, out)
+		return
+	}
+	resp, ok := s.handle(r.Context(), trimmed)
+	if !ok {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// handle serves one request; ok is false for a notification.
+func (s *Server) handle(ctx context.Context, raw []byte) (Response, bool) {
+	var req Request
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(&req); err != nil {
+		return Response{JSONRPC: "2.0", ID: json.RawMessage("null"), Error: newError(CodeParseError, KindParseError, "invalid JSON: "+err.Error())}, true
+	}
+	id := req.ID
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	if req.JSONRPC != "2.0" || req.Method == "" {
+		return Response{JSONRPC: "2.0", ID: id, Error: newError(CodeInvalidRequest, KindInvalidRequest, `a request needs "jsonrpc": "2.0" and a method`)}, true
+	}
+	m, found := s.methods[req.Method]
+	var result any
+	var err error
+	if !found {
+		err = newError(CodeMethodNotFound, KindMethodNotFound, "unknown method "+req.Method)
+	} else {
+		result, err = m(ctx, req.Params)
+	}
+	if len(req.ID) == 0 {
+		return Response{}, false
+	}
+	if err != nil {
+		return Response{JSONRPC: "2.0", ID: id, Error: s.toRPCError(req.Method, err)}, true
+	}
+	data, err := json.Marshal(result)
+	if err != nil {
+		return Response{JSONRPC: "2.0", ID: id, Error: s.toRPCError(req.Method, err)}, true
+	}
+	return Response{JSONRPC: "2.0", ID: id, Result: data}, true
+}
+
+// toRPCError maps domain errors to typed JSON-RPC errors. Unknown errors are
+// logged and reported without detail, so internals never leak to clients.
+func (s *Server) toRPCError(method string, err error) *Error {
+	var rpcErr *Error
+	var rej *core.Rejection
+	var missing *blob.MissingError
+	var notFound *blob.NotFoundError
+	switch {
+	case errors.As(err, &rpcErr):
+		return rpcErr
+	case errors.As(err, &rej):
+		e := newError(CodeDomain, rej.Kind, rej.Message)
+		e.Data.Expected, e.Data.Actual = rej.Expected, rej.Actual
+		return e
+	case errors.Is(err, store.ErrSessionNotFound):
+		return newError(CodeDomain, KindNotFound, err.Error())
+	case errors.As(err, &missing):
+		e := newError(CodeDomain, KindMissingBlob, missing.Error())
+		for _, d := range missing.Digests {
+			e.Data.Missing = append(e.Data.Missing, d.String())
+		}
+		return e
+	case errors.As(err, &notFound):
+		return newError(CodeDomain, KindNotFound, notFound.Error())
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return newError(CodeInternal, KindInternal, "request cancelled")
+	}
+	s.log.Error("request failed", "method", method, "err", err)
+	return newError(CodeInternal, KindInternal, "internal error")
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// decodeParams decodes params strictly: unknown fields are an error, so a
+// typo in a client is caught instead of silently ignored.
+func decodeParams(raw json.RawMessage, v any) error {
+	if len(raw) == 0 {
+		raw = json.RawMessage("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return newError(CodeInvalidParams, KindInvalidParams, "invalid params: "+strings.TrimPrefix(err.Error(), "json: "))
+	}
+	return nil
+}
+
+func invalidParams(msg string) error { return newError(CodeInvalidParams, KindInvalidParams, msg) }

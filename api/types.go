@@ -1,0 +1,179 @@
+package api
+
+import (
+	"encoding/json"
+
+	"github.com/cairn-agents/cairn/content"
+	"github.com/cairn-agents/cairn/core"
+)
+
+// Method names.
+const (
+	MethodSessionCreate = "session/create"
+	MethodSessionRead   = "session/read"
+	MethodSessionList   = "session/list"
+	MethodRunsStart     = "session/runs/start"
+	MethodRunsRead      = "session/runs/read"
+	MethodRunsSteer     = "session/runs/steer"
+	MethodRunsCancel    = "session/runs/cancel"
+	MethodEventsRead    = "session/events/read"
+	MethodContextRead   = "session/context/read"
+	MethodContextAppend = "session/context/append"
+	MethodContextRemove = "session/context/remove"
+	MethodBlobsPut      = "blobs/put"
+	MethodBlobsRead     = "blobs/read"
+)
+
+type CreateSessionParams struct {
+	SessionID    string              `json:"sessionId,omitempty"`
+	Model        core.ModelSelection `json:"model"`
+	Instructions string              `json:"instructions,omitempty"`
+	Tools        []string            `json:"tools,omitempty"`
+	MaxTurns     int                 `json:"maxTurns,omitempty"`
+}
+
+type CreateSessionResult struct {
+	SessionID string `json:"sessionId"`
+}
+
+type SessionParams struct {
+	SessionID string `json:"sessionId"`
+}
+
+type RunSummary struct {
+	RunID  string `json:"runId"`
+	Status string `json:"status"`
+}
+
+type SessionReadResult struct {
+	SessionID       string              `json:"sessionId"`
+	Status          string              `json:"status"`
+	Model           core.ModelSelection `json:"model"`
+	Tools           []string            `json:"tools,omitempty"`
+	ContextRevision int64               `json:"contextRevision"`
+	Head            int64               `json:"head"`
+	ActiveRun       *RunSummary         `json:"activeRun,omitempty"`
+	QueuedRuns      []RunSummary        `json:"queuedRuns"`
+}
+
+type SessionListParams struct {
+	After string `json:"after,omitempty"`
+	Limit int    `json:"limit,omitempty"`
+}
+
+type SessionListResult struct {
+	Sessions []core.Lifecycle `json:"sessions"`
+}
+
+// InputPart is one piece of run input; only text exists today.
+type InputPart struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+type RunStartParams struct {
+	SessionID    string      `json:"sessionId"`
+	Input        []InputPart `json:"input"`
+	SubmissionID string      `json:"submissionId,omitempty"`
+}
+
+type RunStartResult struct {
+	RunID  string `json:"runId"`
+	Status string `json:"status"`
+}
+
+type RunParams struct {
+	SessionID string `json:"sessionId"`
+	RunID     string `json:"runId"`
+}
+
+// RunOutput is a run's terminal output descriptor with its projected text.
+type RunOutput struct {
+	Ref          content.Digest `json:"ref"`
+	MediaType    string         `json:"mediaType"`
+	ProviderKind string         `json:"providerKind,omitempty"`
+	Text         string         `json:"text"`
+}
+
+type RunReadResult struct {
+	RunID  string        `json:"runId"`
+	Status string        `json:"status"`
+	Turns  int           `json:"turns"`
+	Output *RunOutput    `json:"output,omitempty"`
+	Error  *core.Failure `json:"error,omitempty"`
+}
+
+type SteerParams struct {
+	SessionID string      `json:"sessionId"`
+	Input     []InputPart `json:"input"`
+}
+
+type SteerResult struct {
+	RunID      string `json:"runId"`
+	SteeringID string `json:"steeringId"`
+}
+
+type EventsReadParams struct {
+	SessionID string `json:"sessionId"`
+	After     int64  `json:"after,omitempty"`
+	Limit     int    `json:"limit,omitempty"`
+	WaitMs    int64  `json:"waitMs,omitempty"`
+}
+
+type EventView struct {
+	Seq          int64           `json:"seq"`
+	Kind         string          `json:"kind"`
+	ObservedAtMs int64           `json:"observedAtMs"`
+	Joins        []string        `json:"joins,omitempty"`
+	Payload      json.RawMessage `json:"payload"`
+}
+
+type EventsReadResult struct {
+	Events []EventView `json:"events"`
+	Head   int64       `json:"head"`
+}
+
+type ContextReadResult struct {
+	Revision int64        `json:"revision"`
+	Entries  []core.Entry `json:"entries"`
+}
+
+type ContextAppendParams struct {
+	SessionID        string `json:"sessionId"`
+	Key              string `json:"key,omitempty"`
+	Kind             string `json:"kind"`
+	Text             string `json:"text"`
+	ExpectedRevision *int64 `json:"expectedRevision,omitempty"`
+}
+
+type ContextAppendResult struct {
+	Revision int64  `json:"revision"`
+	EntryID  string `json:"entryId"`
+}
+
+type ContextRemoveParams struct {
+	SessionID        string `json:"sessionId"`
+	Key              string `json:"key"`
+	ExpectedRevision *int64 `json:"expectedRevision,omitempty"`
+}
+
+type ContextRemoveResult struct {
+	Revision int64 `json:"revision"`
+}
+
+type BlobPutParams struct {
+	Data      []byte `json:"data"` // base64 in JSON
+	MediaType string `json:"mediaType,omitempty"`
+}
+
+type BlobPutResult struct {
+	Ref content.ContentRef `json:"ref"`
+}
+
+type BlobReadParams struct {
+	Ref content.Digest `json:"ref"`
+}
+
+type BlobReadResult struct {
+	Data []byte `json:"data"`
+}

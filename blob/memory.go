@@ -1,0 +1,91 @@
+package blob
+
+import (
+	"context"
+	"slices"
+	"sync"
+
+	"github.com/cairn-agents/cairn/content"
+)
+
+// Memory is a Store held in process memory, for tests and ephemeral sessions.
+// It is safe for concurrent use.
+type Memory struct {
+	mu    sync.RWMutex
+	blobs map[content.Digest][]byte
+	bytes int64
+}
+
+// NewMemory returns an empty memory store.
+func NewMemory() *Memory {
+	return &Memory{blobs: map[content.Digest][]byte{}}
+}
+
+var _ Store = (*Memory)(nil)
+
+// Put stores a private copy of data so later changes to the caller's slice
+// cannot alter stored bytes.
+func (m *Memory) Put(ctx context.Context, data []byte) (content.Digest, error) {
+	if err := ctx.Err(); err != nil {
+		return content.Digest{}, err
+	}
+	d := content.Sum(data)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.blobs[d]; !ok {
+		m.blobs[d] = slices.Clone(data)
+		m.bytes += int64(len(data))
+	}
+	return d, nil
+}
+
+// Get returns a copy of the bytes, verified against d.
+func (m *Memory) Get(ctx context.Context, d content.Digest) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.RLock()
+	data, ok := m.blobs[d]
+	m.mu.RUnlock()
+	if !ok {
+		return nil, &NotFoundError{Digest: d}
+	}
+	out := make([]byte, len(data))
+	copy(out, data)
+	if err := Verify(d, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Missing returns the absent digests of ds, sorted and without duplicates.
+func (m *Memory) Missing(ctx context.Context, ds []content.Digest) ([]content.Digest, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var out []content.Digest
+	for _, d := range ds {
+		if _, ok := m.blobs[d]; !ok {
+			out = append(out, d)
+		}
+	}
+	return sortUnique(out), nil
+}
+
+// Usage reports the number of blobs and their total size.
+func (m *Memory) Usage(ctx context.Context) (Usage, error) {
+	if err := ctx.Err(); err != nil {
+		return Usage{}, err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return Usage{Blobs: int64(len(m.blobs)), Bytes: m.bytes}, nil
+}
+
+// sortUnique sorts ds in place and drops repeats.
+func sortUnique(ds []content.Digest) []content.Digest {
+	content.SortDigests(ds)
+	return slices.Compact(ds)
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cairn-agents/cairn/api"
+	"github.com/cairn-agents/cairn/core"
+)
+
+type chatOptions struct {
+	addr, session, provider, apiKind, model, instructions, submission string
+	tools                                                             []string
+	json                                                              bool
+}
+
+func chatCommand() *cobra.Command {
+	var o chatOptions
+	cmd := &cobra.Command{
+		Use:   "chat [flags] MESSAGE...",
+		Short: "Send a message to a session (a new one unless --session) and follow the run",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			status, err := runChat(cmd.Context(), cmd.OutOrStdout(), api.NewClient(o.addr, nil), o, strings.Join(args, " "))
+			if err != nil {
+				return err
+			}
+			if status != core.StatusCompleted {
+				return fmt.Errorf("run %s", status)
+			}
+			return nil
+		},
+	}
+	addrFlag(cmd, &o.addr)
+	f := cmd.Flags()
+	f.StringVar(&o.session, "session", "", "continue this session instead of creating one")
+	f.StringVar(&o.provider, "provider", envOr("CAIRN_PROVIDER", "openai"), "provider id for a new session (env CAIRN_PROVIDER)")
+	f.StringVar(&o.apiKind, "api", core.APIChatCompletions, "API kind for a new session")
+	f.StringVar(&o.model, "model", envOr("CAIRN_MODEL", "gpt-4o-mini"), "model for a new session (env CAIRN_MODEL)")
+	f.StringVar(&o.instructions, "instructions", "", "instructions for a new session")
+	f.StringSliceVar(&o.tools, "tool", nil, "grant a tool to a new session (repeatable)")
+	f.StringVar(&o.submission, "submission-id", "", "idempotency key: retrying with the same key and message does not start a second run")
+	f.BoolVar(&o.json, "json", false, "print the run's events as JSON lines")
+	return cmd
+}
+
+// runChat creates the session if needed, starts a run and follows it.
+func runChat(ctx context.Context, out io.Writer, c *api.Client, o chatOptions, message string) (string, error) {
+	session := o.session
+	if session == "" {
+		created, err := c.CreateSession(ctx, api.CreateSessionParams{
+			Model:        core.ModelSelection{ProviderID: o.provider, APIKind: o.apiKind, Model: o.model},
+			Instructions: o.instructions,
+			Tools:        o.tools,
+		})
+		if err != nil {
+			return "", err
+		}
+		session = created.SessionID
+		if !o.json {
+			fmt.Fprintf(out, "session %s (continue it with --session %s)\n", session, session)
+		}
+	}
+	before, err := c.ReadSession(ctx, session)
+	if err != nil {
+		return "", err
+	}
+	run, err := c.StartRun(ctx, api.RunStartParams{SessionID: session, Input: []api.InputPart{{Type: "text", Text: message}}, SubmissionID: o.submission})
+	if err != nil {
+		return "", err
+	}
+	if !o.json {
+		fmt.Fprintf(out, "run %s %s\n", run.RunID, run.Status)
+	}
+	f := &follower{client: c, out: out, json: o.json, session: session}
+	return f.follow(ctx, run.RunID, before.Head)
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/cairn-agents/cairn/api"
+	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/view"
+)
+
+// follower prints a run's events as they are committed, until the run ends.
+type follower struct {
+	client  *api.Client
+	out     io.Writer
+	json    bool
+	session string
+	names   map[string]string // call id → tool name
+}
+
+// follow long-polls events after `after` and prints those of runID until it
+// completes, fails or is cancelled. It returns the run's final status.
+func (f *follower) follow(ctx context.Context, runID string, after int64) (string, error) {
+	if f.names == nil {
+		f.names = map[string]string{}
+	}
+	for {
+		page, err := f.client.ReadEvents(ctx, api.EventsReadParams{SessionID: f.session, After: after, WaitMs: 10_000})
+		if err != nil {
+			return "", err
+		}
+		for _, ev := range page.Events {
+			after = ev.Seq
+			if !joins(ev, runID) {
+				continue
+			}
+			if err := f.print(ctx, ev); err != nil {
+				return "", err
+			}
+			switch ev.Kind {
+			case core.KindRunCompleted:
+				return core.StatusCompleted, nil
+			case core.KindRunFailed:
+				return core.StatusFailed, nil
+			case core.KindRunCancelled:
+				return core.StatusCancelled, nil
+			}
+		}
+	}
+}
+
+func joins(ev api.EventView, runID string) bool {
+	for _, j := range ev.Joins {
+		if j == "run:"+runID {
+			return true
+		}
+	}
+	return false
+}
+
+func (f *follower) print(ctx context.Context, ev api.EventView) error {
+	if f.json {
+		line, err := json.Marshal(ev)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(f.out, "%s\n", line)
+		return err
+	}
+	switch ev.Kind {
+	case core.KindTurnPlanned:
+		var p core.TurnPlanned
+		_ = json.Unmarshal(ev.Payload, &p)
+		fmt.Fprintf(f.out, "[turn %d] request planned at context revision %d\n", p.Turn, p.ContextRevision)
+	case core.KindToolCallStarted:
+		var p core.ToolCallStarted
+		_ = json.Unmarshal(ev.Payload, &p)
+		f.names[p.CallID] = p.Name
+		args, err := f.client.Get(ctx, p.Arguments.Digest)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(f.out, "[turn %d] tool call %s %s\n", p.Turn, p.Name, oneLine(string(args), 120))
+	case core.KindContextEntriesApplied:
+		var p core.ContextEntriesApplied
+		_ = json.Unmarshal(ev.Payload, &p)
+		for _, e := range p.Entries {
+			if err := f.printEntry(ctx, e); err != nil {
+				return err
+			}
+		}
+	case core.KindRunSteeringAccepted:
+		var p core.RunSteeringAccepted
+		_ = json.Unmarshal(ev.Payload, &p)
+		for _, in := range p.Input {
+			fmt.Fprintf(f.out, "[steer] %q (applies at the next turn boundary)\n", in.Preview)
+		}
+	case core.KindRunCompleted:
+		fmt.Fprintf(f.out, "run completed\n")
+	case core.KindRunFailed:
+		var p core.RunFailed
+		_ = json.Unmarshal(ev.Payload, &p)
+		fmt.Fprintf(f.out, "run failed: %s: %s\n", p.Error.Kind, p.Error.Message)
+	case core.KindRunCancelled:
+		fmt.Fprintf(f.out, "run cancelled\n")
+	}
+	return nil
+}
+
+func (f *follower) printEntry(ctx context.Context, e core.Entry) error {
+	switch {
+	case e.Kind == core.EntryMessage && e.Role == core.RoleUser:
+		fmt.Fprintf(f.out, "user> %s\n", oneLine(e.Preview, 200))
+	case e.Kind == core.EntryToolResult:
+		fmt.Fprintf(f.out, "        result %s: %s\n", e.ToolName, oneLine(e.Preview, 120))
+	case e.Kind == core.EntryMessage && e.Role == core.RoleAssistant:
+		text, err := view.ProjectText(ctx, f.client, e.Content)
+		if err != nil {
+			return err
+		}
+		if strings.TrimSpace(text) != "" {
+			fmt.Fprintf(f.out, "assistant>\n%s\n", indent(strings.TrimRight(text, "\n")))
+		}
+	}
+	return nil
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		s = string(r[:n]) + "…"
+	}
+	return s
+}
+
+func indent(s string) string { return "  " + strings.ReplaceAll(s, "\n", "\n  ") }

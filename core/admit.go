@@ -1,0 +1,484 @@
+package core
+
+import (
+	"strings"
+)
+
+// Admission is the outcome of an accepted command: the events to append and,
+// for run commands, the run they concern.
+type Admission struct {
+	RunID  string
+	Status string
+	// Duplicate is set when a retried submission matched an earlier one; it
+	// proposes nothing.
+	Duplicate bool
+	Proposals []Proposal
+}
+
+// Admit decides a command against the state. It is pure: a rejection returns
+// a *Rejection and proposes nothing; an acceptance returns proposals that the
+// host must append and feed back before admitting anything else.
+func Admit(s *State, cmd Command) (Admission, error) {
+	if _, open := cmd.(OpenSession); !open && !s.Opened {
+		return Admission{}, reject(RejectUnknownReference, "session is not open")
+	}
+	switch c := cmd.(type) {
+	case OpenSession:
+		return admitOpen(s, c)
+	case ChangeConfig:
+		return admitChangeConfig(s, c)
+	case CloseSession:
+		return admitClose(s, c)
+	case StartRun:
+		return admitStartRun(s, c)
+	case Steer:
+		return admitSteer(s, c)
+	case CancelRun:
+		return admitCancel(s, c)
+	case AppendContext:
+		return admitAppendContext(s, c)
+	case RemoveContext:
+		return admitRemoveContext(s, c)
+	case GenerationResult:
+		return admitGeneration(s, c)
+	case ToolResult:
+		return admitToolResult(s, c)
+	}
+	return Admission{}, reject(RejectInvalidInput, "unknown command %T", cmd)
+}
+
+// ValidateConfig checks a session config on its own.
+func ValidateConfig(cfg SessionConfig) error {
+	m := cfg.Model
+	switch {
+	case m.ProviderID == "":
+		return reject(RejectInvalidConfiguration, "model.providerId is required")
+	case m.Model == "":
+		return reject(RejectInvalidConfiguration, "model.model is required")
+	case m.APIKind != APIChatCompletions && m.APIKind != APIOpenAIResponses && m.APIKind != APIAnthropicMessages:
+		return reject(RejectInvalidConfiguration, "model.apiKind %q is not one of %s, %s, %s", m.APIKind, APIChatCompletions, APIOpenAIResponses, APIAnthropicMessages)
+	case cfg.MaxTurns < 0:
+		return reject(RejectInvalidConfiguration, "maxTurns must not be negative")
+	}
+	for i, t := range cfg.Tools {
+		if t == "" {
+			return reject(RejectInvalidConfiguration, "tools[%d] is empty", i)
+		}
+		if contains(cfg.Tools[:i], t) {
+			return reject(RejectInvalidConfiguration, "tool %q is granted twice", t)
+		}
+	}
+	return nil
+}
+
+func admitOpen(s *State, c OpenSession) (Admission, error) {
+	if s.Opened {
+		return Admission{}, reject(RejectSessionExists, "session %s already exists", s.SessionID)
+	}
+	if c.SessionID == "" {
+		return Admission{}, reject(RejectInvalidInput, "session id is required")
+	}
+	if err := ValidateConfig(c.Config); err != nil {
+		return Admission{}, err
+	}
+	b := s.newBatch(c.AtMs)
+	b.add(KindSessionOpened, nil, SessionOpened{SessionID: c.SessionID, Config: c.Config})
+	if c.Instructions != nil {
+		in := *c.Instructions
+		in.Kind, in.Key = EntryInstructions, InstructionKeyPrefix+"main"
+		if err := validRef(in); err != nil {
+			return Admission{}, err
+		}
+		b.entries([]EntryInput{in}, SourceAPI, "", nil)
+	}
+	return Admission{Proposals: b.props}, nil
+}
+
+func admitChangeConfig(s *State, c ChangeConfig) (Admission, error) {
+	if err := idleAndOpen(s); err != nil {
+		return Admission{}, err
+	}
+	if err := ValidateConfig(c.Config); err != nil {
+		return Admission{}, err
+	}
+	if c.Config.Model.APIKind != s.Config.Model.APIKind {
+		return Admission{}, reject(RejectInvalidConfiguration, "a session's API kind is fixed (%s); use a new session", s.Config.Model.APIKind)
+	}
+	b := s.newBatch(c.AtMs)
+	b.add(KindSessionConfigChanged, nil, SessionConfigChanged{Config: c.Config})
+	return Admission{Proposals: b.props}, nil
+}
+
+func admitClose(s *State, c CloseSession) (Admission, error) {
+	if err := idleAndOpen(s); err != nil {
+		return Admission{}, err
+	}
+	b := s.newBatch(c.AtMs)
+	b.add(KindSessionClosed, nil, SessionClosed{Reason: c.Reason})
+	return Admission{Proposals: b.props}, nil
+}
+
+func idleAndOpen(s *State) error {
+	if s.Closed {
+		return reject(RejectSessionClosed, "session %s is closed", s.SessionID)
+	}
+	if s.HasWork() {
+		return reject(RejectActiveWork, "session %s has an active or queued run", s.SessionID)
+	}
+	return nil
+}
+
+func validInput(items []InputItem) error {
+	if len(items) == 0 {
+		return reject(RejectInvalidInput, "input is empty")
+	}
+	for i, it := range items {
+		if err := it.Content.Validate(); err != nil {
+			return reject(RejectInvalidInput, "input[%d]: %v", i, err)
+		}
+	}
+	return nil
+}
+
+func validRef(in EntryInput) error {
+	if err := in.Content.Validate(); err != nil {
+		return reject(RejectInvalidInput, "entry content: %v", err)
+	}
+	// A ref without a digest cannot be encoded into an event: reject it here
+	// rather than fail while proposing.
+	if in.ProvenanceRef != nil {
+		if err := in.ProvenanceRef.Validate(); err != nil {
+			return reject(RejectInvalidInput, "entry provenanceRef: %v", err)
+		}
+	}
+	return nil
+}
+
+func admitStartRun(s *State, c StartRun) (Admission, error) {
+	if s.Closed {
+		return Admission{}, reject(RejectSessionClosed, "session %s is closed", s.SessionID)
+	}
+	if err := validInput(c.Input); err != nil {
+		return Admission{}, err
+	}
+	fp := InputFingerprint(c.Input)
+	if c.SubmissionID != "" {
+		if id, seen := s.submissions[c.SubmissionID]; seen {
+			r := s.runs[id]
+			if r.InputFingerprint != fp {
+				return Admission{}, reject(RejectDuplicateSubmission, "submission %s was already used for run %s with different input", c.SubmissionID, id)
+			}
+			return Admission{RunID: r.ID, Status: r.Status, Duplicate: true}, nil
+		}
+	}
+	if c.RunID == "" {
+		return Admission{}, reject(RejectInvalidInput, "run id is required")
+	}
+	if s.runs[c.RunID] != nil {
+		return Admission{}, reject(RejectInvalidInput, "run %s already exists", c.RunID)
+	}
+	queued := s.HasWork()
+	b := s.newBatch(c.AtMs)
+	b.add(KindRunAccepted, runJoins(c.RunID), RunAccepted{RunID: c.RunID, SubmissionID: c.SubmissionID, InputFingerprint: fp, Input: c.Input, Queued: queued})
+	status := StatusRunning
+	if queued {
+		status = StatusQueued
+	}
+	return Admission{RunID: c.RunID, Status: status, Proposals: b.props}, nil
+}
+
+func admitSteer(s *State, c Steer) (Admission, error) {
+	r := s.ActiveRun()
+	if r == nil || r.CancelRequested {
+		return Admission{}, reject(RejectNoActiveRun, "session %s has no active run to steer", s.SessionID)
+	}
+	if err := validInput(c.Input); err != nil {
+		return Admission{}, err
+	}
+	if c.SteeringID == "" {
+		return Admission{}, reject(RejectInvalidInput, "steering id is required")
+	}
+	b := s.newBatch(c.AtMs)
+	b.add(KindRunSteeringAccepted, runJoins(r.ID), RunSteeringAccepted{RunID: r.ID, SteeringID: c.SteeringID, Input: c.Input})
+	return Admission{RunID: r.ID, Status: r.Status, Proposals: b.props}, nil
+}
+
+// admitCancel ends a queued run at once; for the active run it closes the
+// open turn itself, giving every unfinished tool call a cancelled result so
+// no call in context lacks its result. No further model turn is taken.
+func admitCancel(s *State, c CancelRun) (Admission, error) {
+	r := s.runs[c.RunID]
+	if r == nil {
+		return Admission{}, reject(RejectUnknownReference, "run %s not found", c.RunID)
+	}
+	if r.Status != StatusQueued && r.Status != StatusRunning {
+		return Admission{RunID: r.ID, Status: r.Status}, nil // already over: nothing to cancel
+	}
+	b := s.newBatch(c.AtMs)
+	b.add(KindRunCancelRequested, runJoins(r.ID), RunCancelRequested{RunID: r.ID, Reason: c.Reason})
+	if t := r.Turn; r.Status == StatusRunning && t != nil && !t.Completed {
+		for _, call := range t.Calls {
+			if call.Completed {
+				continue
+			}
+			if !call.Started {
+				b.add(KindToolCallStarted, callJoins(r.ID, t.N, call.CallID), ToolCallStarted{RunID: r.ID, Turn: t.N, CallID: call.CallID, Name: call.Name, Arguments: call.Arguments})
+			}
+			completeCall(b, r.ID, t.N, call.ToolCall, CallCancelled, constantResult(ContentRefBytes{ToolCancelledRef, ToolCancelledBytes}, "cancelled"))
+		}
+		if t.BatchStarted {
+			b.add(KindToolBatchCompleted, turnJoins(r.ID, t.N), ToolBatchCompleted{RunID: r.ID, Turn: t.N})
+		}
+		b.add(KindTurnCompleted, turnJoins(r.ID, t.N), TurnCompleted{RunID: r.ID, Turn: t.N, Outcome: TurnOutcomeCancelled})
+	}
+	b.add(KindRunCancelled, runJoins(r.ID), RunCancelled{RunID: r.ID})
+	return Admission{RunID: r.ID, Status: StatusCancelled, Proposals: b.props}, nil
+}
+
+// constantResult is a tool result entry pointing at a constant blob. Its
+// estimate uses the runtime's heuristic (bytes/4 + 4), computed here because
+// the core knows these bytes.
+func constantResult(ref ContentRefBytes, preview string) EntryInput {
+	return EntryInput{Content: ref.Ref, TokenEstimate: TokenEstimate{Tokens: int64(len(ref.Bytes)+3)/4 + 4, Quality: EstimateHeuristic}, Preview: preview}
+}
+
+// completeCall proposes a call's completion and its result entry.
+func completeCall(b *batch, runID string, turn int, call ToolCall, status string, result EntryInput) {
+	joins := callJoins(runID, turn, call.CallID)
+	b.add(KindToolCallCompleted, joins, ToolCallCompleted{RunID: runID, Turn: turn, CallID: call.CallID, Status: status, Result: result.Content})
+	result.Kind, result.Role, result.CallID, result.ToolName, result.Key = EntryToolResult, "", call.CallID, call.Name, ""
+	source := SourceTool
+	if status != CallOK && status != CallError {
+		source = SourceRuntime
+	}
+	b.entries([]EntryInput{result}, source, runID, joins)
+}
+
+func admitAppendContext(s *State, c AppendContext) (Admission, error) {
+	if err := idleAndOpen(s); err != nil {
+		return Admission{}, err
+	}
+	if c.ExpectedRevision != nil && *c.ExpectedRevision != s.Revision {
+		return Admission{}, revisionConflict(*c.ExpectedRevision, s.Revision)
+	}
+	if len(c.Entries) == 0 {
+		return Admission{}, reject(RejectInvalidInput, "no entries to append")
+	}
+	entries := make([]EntryInput, len(c.Entries))
+	for i, in := range c.Entries {
+		if err := validRef(in); err != nil {
+			return Admission{}, err
+		}
+		switch in.Kind {
+		case EntryMessage:
+			if in.Role == "" {
+				in.Role = RoleUser
+			}
+			if in.Role != RoleUser && in.Role != RoleAssistant {
+				return Admission{}, reject(RejectInvalidInput, "message role %q is not user or assistant", in.Role)
+			}
+		case EntryInstructions:
+			if !strings.HasPrefix(in.Key, InstructionKeyPrefix) || len(in.Key) == len(InstructionKeyPrefix) {
+				return Admission{}, reject(RejectInvalidInput, "instructions need a key under %q, got %q", InstructionKeyPrefix, in.Key)
+			}
+		default:
+			return Admission{}, reject(RejectInvalidInput, "entry kind %q cannot be appended through the API (use message or instructions)", in.Kind)
+		}
+		entries[i] = in
+	}
+	b := s.newBatch(c.AtMs)
+	b.entries(entries, SourceAPI, "", nil)
+	return Admission{Proposals: b.props}, nil
+}
+
+func admitRemoveContext(s *State, c RemoveContext) (Admission, error) {
+	if err := idleAndOpen(s); err != nil {
+		return Admission{}, err
+	}
+	if c.ExpectedRevision != nil && *c.ExpectedRevision != s.Revision {
+		return Admission{}, revisionConflict(*c.ExpectedRevision, s.Revision)
+	}
+	if len(c.Keys) == 0 && len(c.EntryIDs) == 0 {
+		return Admission{}, reject(RejectInvalidInput, "nothing to remove: give keys or entry ids")
+	}
+	for _, k := range c.Keys {
+		if _, ok := s.EntryByKey(k); !ok {
+			return Admission{}, reject(RejectUnknownReference, "no active entry has key %q", k)
+		}
+	}
+	for _, id := range c.EntryIDs {
+		if _, ok := s.EntryByID(id); !ok {
+			return Admission{}, reject(RejectUnknownReference, "no active entry has id %q", id)
+		}
+	}
+	if err := keepsToolPairs(s, c.Keys, c.EntryIDs); err != nil {
+		return Admission{}, err
+	}
+	b := s.newBatch(c.AtMs)
+	if len(c.Keys) > 0 {
+		b.add(KindContextKeysRemoved, nil, ContextKeysRemoved{BaseRevision: b.rev, Keys: c.Keys})
+		b.rev++
+	}
+	if len(c.EntryIDs) > 0 {
+		b.add(KindContextEntriesRemoved, nil, ContextEntriesRemoved{BaseRevision: b.rev, EntryIDs: c.EntryIDs})
+		b.rev++
+	}
+	return Admission{Proposals: b.props}, nil
+}
+
+// keepsToolPairs rejects a removal that would leave a tool call without its
+// result (or a result without its call) in context: both halves of a call
+// must be removed together.
+func keepsToolPairs(s *State, keys, ids []string) error {
+	removed := func(e Entry) bool { return contains(ids, e.ID) || e.Key != "" && contains(keys, e.Key) }
+	for _, e := range s.entries {
+		if !removed(e) || e.CallID == "" || (e.Kind != EntryToolCall && e.Kind != EntryToolResult) {
+			continue
+		}
+		for _, other := range s.entries {
+			if other.CallID == e.CallID && (other.Kind == EntryToolCall || other.Kind == EntryToolResult) && !removed(other) {
+				return reject(RejectInvalidInput, "entry %s is part of tool call %s; remove entry %s with it", e.ID, e.CallID, other.ID)
+			}
+		}
+	}
+	return nil
+}
+
+// openTurn returns the active run's open turn if it is (runID, turn).
+func openTurn(s *State, runID string, turn int) (*Run, *Turn, error) {
+	r := s.ActiveRun()
+	if r == nil || r.ID != runID || r.Turn == nil || r.Turn.N != turn || r.Turn.Completed {
+		return nil, nil, reject(RejectStaleResult, "run %s turn %d is not open", runID, turn)
+	}
+	return r, r.Turn, nil
+}
+
+func admitGeneration(s *State, c GenerationResult) (Admission, error) {
+	r, t, err := openTurn(s, c.RunID, c.Turn)
+	if err != nil {
+		return Admission{}, err
+	}
+	if !t.GenRequested || t.GenCompleted {
+		return Admission{}, reject(RejectStaleResult, "run %s turn %d has no generation in flight", c.RunID, c.Turn)
+	}
+	entries, calls := append([]EntryInput(nil), c.Entries...), c.ToolCalls
+	if c.Failure != nil {
+		// A failed generation ends the run; tool calls it may carry would
+		// lack results in context, so they are not admitted.
+		entries, calls = withoutKind(entries, EntryToolCall), nil
+	}
+	for _, e := range entries {
+		if err := validRef(e); err != nil {
+			return Admission{}, err
+		}
+		// A tool_call entry must belong to an admitted call, or it would sit
+		// in context without a result.
+		if e.Kind == EntryToolCall && !hasCall(calls, e.CallID) {
+			return Admission{}, reject(RejectInvalidInput, "tool_call entry for call %q that the result does not list", e.CallID)
+		}
+	}
+	if c.Failure != nil && c.Failure.Ref != nil {
+		if err := c.Failure.Ref.Validate(); err != nil {
+			return Admission{}, reject(RejectInvalidInput, "failure ref: %v", err)
+		}
+	}
+	for i, call := range calls {
+		if call.CallID == "" || call.Name == "" {
+			return Admission{}, reject(RejectInvalidInput, "tool call %d lacks an id or name", i)
+		}
+		if err := call.Arguments.Validate(); err != nil {
+			return Admission{}, reject(RejectInvalidInput, "tool call %s arguments: %v", call.CallID, err)
+		}
+		for _, prev := range calls[:i] {
+			if prev.CallID == call.CallID {
+				return Admission{}, reject(RejectInvalidInput, "tool call id %s appears twice", call.CallID)
+			}
+		}
+	}
+	joins := turnJoins(r.ID, t.N)
+	b := s.newBatch(c.AtMs)
+	b.add(KindTurnGenerationCompleted, joins, TurnGenerationCompleted{RunID: r.ID, Turn: t.N, Finish: c.Finish, ResponseID: c.ResponseID, Usage: c.Usage, ToolCalls: calls, Failure: c.Failure})
+	for i := range entries {
+		entries[i].Key = ""
+	}
+	b.entries(entries, SourceModel, r.ID, joins)
+	switch {
+	case c.Failure != nil:
+		b.add(KindTurnCompleted, joins, TurnCompleted{RunID: r.ID, Turn: t.N, Outcome: TurnOutcomeFailed})
+		b.add(KindRunFailed, runJoins(r.ID), RunFailed{RunID: r.ID, Error: *c.Failure})
+	case len(calls) > 0:
+		ids := make([]string, len(calls))
+		for i, call := range calls {
+			ids[i] = call.CallID
+		}
+		b.add(KindToolBatchStarted, joins, ToolBatchStarted{RunID: r.ID, Turn: t.N, CallIDs: ids})
+		open := 0
+		for _, call := range calls {
+			b.add(KindToolCallStarted, callJoins(r.ID, t.N, call.CallID), ToolCallStarted{RunID: r.ID, Turn: t.N, CallID: call.CallID, Name: call.Name, Arguments: call.Arguments})
+			if !contains(s.Config.Tools, call.Name) {
+				completeCall(b, r.ID, t.N, call, CallUnavailable, constantResult(ContentRefBytes{ToolUnavailableRef, ToolUnavailableBytes}, "unavailable"))
+				continue
+			}
+			open++
+		}
+		if open == 0 {
+			b.add(KindToolBatchCompleted, joins, ToolBatchCompleted{RunID: r.ID, Turn: t.N})
+			b.add(KindTurnCompleted, joins, TurnCompleted{RunID: r.ID, Turn: t.N, Outcome: TurnOutcomeToolCalls})
+		}
+	default:
+		b.add(KindTurnCompleted, joins, TurnCompleted{RunID: r.ID, Turn: t.N, Outcome: TurnOutcomeAnswered})
+	}
+	return Admission{RunID: r.ID, Status: StatusRunning, Proposals: b.props}, nil
+}
+
+func hasCall(calls []ToolCall, id string) bool {
+	for _, c := range calls {
+		if c.CallID == id {
+			return true
+		}
+	}
+	return false
+}
+
+func withoutKind(in []EntryInput, kind string) []EntryInput {
+	var out []EntryInput
+	for _, e := range in {
+		if e.Kind != kind {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func admitToolResult(s *State, c ToolResult) (Admission, error) {
+	r, t, err := openTurn(s, c.RunID, c.Turn)
+	if err != nil {
+		return Admission{}, err
+	}
+	call := t.call(c.CallID)
+	if call == nil || !call.Started || call.Completed {
+		return Admission{}, reject(RejectStaleResult, "call %s of run %s turn %d is not open", c.CallID, c.RunID, c.Turn)
+	}
+	switch c.Status {
+	case CallOK, CallError, CallFailed, CallUnavailable:
+	default:
+		return Admission{}, reject(RejectInvalidInput, "tool result status %q is not one of ok, error, failed, unavailable", c.Status)
+	}
+	if err := validRef(c.Result); err != nil {
+		return Admission{}, err
+	}
+	b := s.newBatch(c.AtMs)
+	completeCall(b, r.ID, t.N, call.ToolCall, c.Status, c.Result)
+	open := 0
+	for _, other := range t.Calls {
+		if !other.Completed && other.CallID != call.CallID {
+			open++
+		}
+	}
+	if open == 0 {
+		joins := turnJoins(r.ID, t.N)
+		b.add(KindToolBatchCompleted, joins, ToolBatchCompleted{RunID: r.ID, Turn: t.N})
+		b.add(KindTurnCompleted, joins, TurnCompleted{RunID: r.ID, Turn: t.N, Outcome: TurnOutcomeToolCalls})
+	}
+	return Admission{RunID: r.ID, Status: StatusRunning, Proposals: b.props}, nil
+}

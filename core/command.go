@@ -1,0 +1,103 @@
+package core
+
+// Commands are what hosts ask of the core. Every command carries the time it
+// was observed (AtMs) and any ids it needs: the core has no clock and no
+// randomness of its own.
+
+// Command is implemented by every command type.
+type Command interface{ command() }
+
+// OpenSession creates the session. Instructions, when set, become the entry
+// keyed "instructions.main".
+type OpenSession struct {
+	AtMs         int64
+	SessionID    string
+	Config       SessionConfig
+	Instructions *EntryInput
+}
+
+// ChangeConfig replaces the session config (model within the same API kind, tools).
+type ChangeConfig struct {
+	AtMs   int64
+	Config SessionConfig
+}
+
+// CloseSession ends the session; it must have no active or queued run.
+type CloseSession struct {
+	AtMs   int64
+	Reason string
+}
+
+// StartRun submits user input. With a submission id, a retry of the same
+// input is a no-op that returns the original run.
+type StartRun struct {
+	AtMs         int64
+	RunID        string
+	SubmissionID string
+	Input        []InputItem
+}
+
+// Steer adds input to the active run; it enters context at the next turn boundary.
+type Steer struct {
+	AtMs       int64
+	SteeringID string
+	Input      []InputItem
+}
+
+// CancelRun cancels a queued or active run.
+type CancelRun struct {
+	AtMs   int64
+	RunID  string
+	Reason string
+}
+
+// AppendContext adds entries through the API (messages, instructions).
+type AppendContext struct {
+	AtMs             int64
+	Entries          []EntryInput
+	ExpectedRevision *int64
+}
+
+// RemoveContext removes entries by key or id.
+type RemoveContext struct {
+	AtMs             int64
+	Keys             []string
+	EntryIDs         []string
+	ExpectedRevision *int64
+}
+
+// GenerationResult reports a finished generation for the planned turn.
+type GenerationResult struct {
+	AtMs       int64
+	RunID      string
+	Turn       int
+	Entries    []EntryInput
+	ToolCalls  []ToolCall
+	Finish     string
+	ResponseID string
+	Usage      Usage
+	// Failure ends the run as failed (refusal, output limit, terminal
+	// provider error, runtime failure); entries, if any, are still applied.
+	Failure *Failure
+}
+
+// ToolResult reports one finished tool call.
+type ToolResult struct {
+	AtMs   int64
+	RunID  string
+	Turn   int
+	CallID string
+	Status string
+	Result EntryInput
+}
+
+func (OpenSession) command()      {}
+func (ChangeConfig) command()     {}
+func (CloseSession) command()     {}
+func (StartRun) command()         {}
+func (Steer) command()            {}
+func (CancelRun) command()        {}
+func (AppendContext) command()    {}
+func (RemoveContext) command()    {}
+func (GenerationResult) command() {}
+func (ToolResult) command()       {}

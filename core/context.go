@@ -1,0 +1,153 @@
+package core
+
+import (
+	"fmt"
+	"sort"
+)
+
+// MaxSupersededCatalogs is how many superseded versions of one catalog key
+// stay in context beside the current one.
+const MaxSupersededCatalogs = 5
+
+// Context returns the active context in request order: instruction entries
+// first, ordered by key; every other entry at its recorded position.
+func (s *State) Context() []Entry {
+	out := make([]Entry, 0, len(s.entries))
+	for _, e := range s.entries {
+		if e.Kind == EntryInstructions {
+			out = append(out, e)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	for _, e := range s.entries {
+		if e.Kind != EntryInstructions {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// EntryCount is the number of active entries.
+func (s *State) EntryCount() int { return len(s.entries) }
+
+// EntryByKey returns the current (non-superseded) entry with key, if any.
+func (s *State) EntryByKey(key string) (Entry, bool) {
+	for i := len(s.entries) - 1; i >= 0; i-- {
+		if s.entries[i].Key == key && !s.superseded(s.entries[i].ID) {
+			return s.entries[i], true
+		}
+	}
+	return Entry{}, false
+}
+
+// EntryByID returns the active entry with id, if any.
+func (s *State) EntryByID(id string) (Entry, bool) {
+	for _, e := range s.entries {
+		if e.ID == id {
+			return e, true
+		}
+	}
+	return Entry{}, false
+}
+
+func (s *State) superseded(id string) bool {
+	for _, e := range s.entries {
+		if e.Supersedes == id {
+			return true
+		}
+	}
+	return false
+}
+
+// applyEntries adds entries. A keyed catalog is appended and supersedes the
+// current version, which stays in place byte-identical (bounded history);
+// any other keyed entry replaces the current one in place.
+func (s *State) applyEntries(entries []Entry) error {
+	for _, e := range entries {
+		if e.ID == "" {
+			return fmt.Errorf("entry without id")
+		}
+		if _, dup := s.EntryByID(e.ID); dup {
+			return fmt.Errorf("duplicate entry id %s", e.ID)
+		}
+		s.nextEntry++
+		if e.Key != "" && e.Kind != EntryCatalog {
+			if i := s.indexOfKey(e.Key); i >= 0 {
+				s.entries[i] = e
+				continue
+			}
+		}
+		s.entries = append(s.entries, e)
+		if e.Kind == EntryCatalog && e.Key != "" {
+			s.trimSuperseded(e.Key)
+		}
+	}
+	return nil
+}
+
+func (s *State) indexOfKey(key string) int {
+	for i, e := range s.entries {
+		if e.Key == key {
+			return i
+		}
+	}
+	return -1
+}
+
+// trimSuperseded drops the oldest superseded versions of a catalog key
+// beyond MaxSupersededCatalogs.
+func (s *State) trimSuperseded(key string) {
+	var versions []int
+	for i, e := range s.entries {
+		if e.Key == key {
+			versions = append(versions, i)
+		}
+	}
+	excess := len(versions) - 1 - MaxSupersededCatalogs
+	if excess <= 0 {
+		return
+	}
+	drop := map[int]bool{}
+	for _, i := range versions[:excess] {
+		drop[i] = true
+	}
+	kept := s.entries[:0]
+	for i, e := range s.entries {
+		if !drop[i] {
+			kept = append(kept, e)
+		}
+	}
+	s.entries = kept
+}
+
+func (s *State) removeEntries(ids []string) {
+	kept := s.entries[:0]
+	for _, e := range s.entries {
+		if !contains(ids, e.ID) {
+			kept = append(kept, e)
+		}
+	}
+	s.entries = kept
+}
+
+func (s *State) removeKeys(keys []string) {
+	kept := s.entries[:0]
+	for _, e := range s.entries {
+		if e.Key == "" || !contains(keys, e.Key) {
+			kept = append(kept, e)
+		}
+	}
+	s.entries = kept
+}
+
+func contains(list []string, v string) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// EntryID is the id the core gives the n-th entry of a session (1-based).
+func EntryID(n int64) string { return fmt.Sprintf("e%d", n) }

@@ -1,0 +1,56 @@
+package core
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+)
+
+// FingerprintPrefix marks request fingerprints; it is deliberately not
+// "sha256:" so a fingerprint is never mistaken for a blob ref.
+const FingerprintPrefix = "fp1:"
+
+// PlanFingerprint identifies the inputs a request is built from: the model
+// selection, the tools in presentation order, and each entry's identity and
+// content in request order. A request rebuilt from the log at the planned
+// revision must produce the same fingerprint.
+func PlanFingerprint(cfg SessionConfig, entries []Entry) string {
+	h := sha256.New()
+	field := func(s string) {
+		h.Write([]byte(strconv.Itoa(len(s))))
+		h.Write([]byte{':'})
+		h.Write([]byte(s))
+	}
+	field(cfg.Model.ProviderID)
+	field(cfg.Model.APIKind)
+	field(cfg.Model.Model)
+	field(strconv.Itoa(len(cfg.Tools)))
+	for _, t := range cfg.Tools {
+		field(t)
+	}
+	field(strconv.Itoa(len(entries)))
+	for _, e := range entries {
+		field(e.ID)
+		field(e.Kind)
+		field(e.Role)
+		field(e.Content.Digest.String())
+		field(e.Content.MediaType)
+		field(e.Content.ProviderKind)
+		field(e.CallID)
+		field(e.ToolName)
+	}
+	return FingerprintPrefix + hex.EncodeToString(h.Sum(nil))
+}
+
+// InputFingerprint identifies a run submission's payload, so a retry with the
+// same submission id can be recognised as the same request.
+func InputFingerprint(items []InputItem) string {
+	h := sha256.New()
+	for _, it := range items {
+		h.Write([]byte(it.Content.Digest.String()))
+		h.Write([]byte{0})
+		h.Write([]byte(it.Content.MediaType))
+		h.Write([]byte{0})
+	}
+	return "in1:" + hex.EncodeToString(h.Sum(nil))
+}

@@ -1,0 +1,108 @@
+package core
+
+import (
+	"github.com/cairn-agents/cairn/content"
+)
+
+// Event kinds. Each is versioned; version 1 is pinned by core/testdata fixtures.
+const (
+	KindSessionOpened        = "session.opened"
+	KindSessionConfigChanged = "session.config_changed"
+	KindSessionClosed        = "session.closed"
+
+	KindRunAccepted         = "run.accepted"
+	KindRunStarted          = "run.started"
+	KindRunSteeringAccepted = "run.steering_accepted"
+	KindRunCancelRequested  = "run.cancel_requested"
+	KindRunCompleted        = "run.completed"
+	KindRunFailed           = "run.failed"
+	KindRunCancelled        = "run.cancelled"
+
+	KindTurnStarted             = "turn.started"
+	KindTurnPlanned             = "turn.planned"
+	KindTurnGenerationRequested = "turn.generation_requested"
+	KindTurnGenerationCompleted = "turn.generation_completed"
+	KindTurnCompleted           = "turn.completed"
+
+	KindToolBatchStarted   = "tools.batch_started"
+	KindToolCallStarted    = "tools.call_started"
+	KindToolCallCompleted  = "tools.call_completed"
+	KindToolBatchCompleted = "tools.batch_completed"
+
+	KindContextEntriesApplied = "context.entries_applied"
+	KindContextEntriesRemoved = "context.entries_removed"
+	KindContextKeysRemoved    = "context.keys_removed"
+)
+
+// EventVersion is the payload version every kind is written at today.
+const EventVersion = 1
+
+// API kinds a session can speak. A session's API kind is fixed at creation.
+const (
+	APIChatCompletions   = "chat_completions"
+	APIOpenAIResponses   = "openai_responses"
+	APIAnthropicMessages = "anthropic_messages"
+)
+
+// ModelSelection is the whole durable model choice. Endpoint, credentials and
+// headers are resolved outside the core just before provider I/O.
+type ModelSelection struct {
+	ProviderID string `json:"providerId"`
+	APIKind    string `json:"apiKind"`
+	Model      string `json:"model"`
+}
+
+// SessionConfig is what a session was opened with (and later changed to).
+type SessionConfig struct {
+	Model ModelSelection `json:"model"`
+	// Tools are granted tool names, in the order they are presented to the model.
+	Tools []string `json:"tools,omitempty"`
+	// MaxTurns bounds the turns of one run; 0 means DefaultMaxTurns.
+	MaxTurns int `json:"maxTurns,omitempty"`
+}
+
+// Run statuses.
+const (
+	StatusQueued    = "queued"
+	StatusRunning   = "running"
+	StatusCompleted = "completed"
+	StatusFailed    = "failed"
+	StatusCancelled = "cancelled"
+)
+
+// Tool call result statuses.
+const (
+	CallOK          = "ok"
+	CallError       = "error"       // the tool ran and reported an error to the model
+	CallUnavailable = "unavailable" // no such tool is granted or registered
+	CallFailed      = "failed"      // the runtime failed to run it
+	CallCancelled   = "cancelled"
+)
+
+// Failure says why a run or generation failed. Message is safe to show and
+// never contains secrets; Ref may point at a longer stored explanation.
+type Failure struct {
+	Kind    string              `json:"kind"`
+	Message string              `json:"message"`
+	Ref     *content.ContentRef `json:"ref,omitempty"`
+}
+
+// Usage is what the provider reported for one generation.
+type Usage struct {
+	InputTokens       int64 `json:"inputTokens,omitempty"`
+	OutputTokens      int64 `json:"outputTokens,omitempty"`
+	CachedInputTokens int64 `json:"cachedInputTokens,omitempty"`
+	CacheWriteTokens  int64 `json:"cacheWriteTokens,omitempty"`
+	ReasoningTokens   int64 `json:"reasoningTokens,omitempty"`
+}
+
+// ToolCall is the fact the core keeps about one model-requested call.
+type ToolCall struct {
+	CallID    string             `json:"callId"`
+	Name      string             `json:"name"`
+	Arguments content.ContentRef `json:"arguments"`
+}
+
+// DefaultMaxTurns bounds the turns of one run when the config sets none, so a
+// model that keeps calling tools cannot loop forever.
+const DefaultMaxTurns = 50

@@ -1,0 +1,85 @@
+package core
+
+import "encoding/json"
+
+// Lifecycle is the session catalog's projection of a session's log, kept by
+// every store in the same transaction as the append that changes it.
+type Lifecycle struct {
+	SessionID     string         `json:"sessionId"`
+	Status        string         `json:"status"` // open | closed
+	Model         ModelSelection `json:"model"`
+	CreatedAtMs   int64          `json:"createdAtMs"`
+	UpdatedAtMs   int64          `json:"updatedAtMs"`
+	Head          int64          `json:"head"`
+	ActiveRunID   string         `json:"activeRunId,omitempty"`
+	QueuedRuns    int            `json:"queuedRuns"`
+	LastRunID     string         `json:"lastRunId,omitempty"`
+	LastRunStatus string         `json:"lastRunStatus,omitempty"`
+}
+
+// Session statuses.
+const (
+	SessionStatusOpen   = "open"
+	SessionStatusClosed = "closed"
+)
+
+// Unfinished reports whether the session has a run that still needs a host.
+func (l Lifecycle) Unfinished() bool { return l.ActiveRunID != "" || l.QueuedRuns > 0 }
+
+// ProjectLifecycle folds one committed event into the projection. Events it
+// does not know leave the projection unchanged apart from head and time.
+func ProjectLifecycle(l Lifecycle, ev Event) Lifecycle {
+	l.Head = ev.Seq
+	l.UpdatedAtMs = ev.ObservedAtMs
+	switch ev.Kind {
+	case KindSessionOpened:
+		var p SessionOpened
+		if json.Unmarshal(ev.Payload, &p) == nil {
+			l.SessionID = p.SessionID
+			l.Model = p.Config.Model
+			l.Status = SessionStatusOpen
+			l.CreatedAtMs = ev.ObservedAtMs
+		}
+	case KindSessionConfigChanged:
+		var p SessionConfigChanged
+		if json.Unmarshal(ev.Payload, &p) == nil {
+			l.Model = p.Config.Model
+		}
+	case KindSessionClosed:
+		l.Status = SessionStatusClosed
+	case KindRunAccepted:
+		var p RunAccepted
+		if json.Unmarshal(ev.Payload, &p) == nil {
+			l.LastRunID = p.RunID
+			if p.Queued {
+				l.QueuedRuns++
+				l.LastRunStatus = StatusQueued
+			} else {
+				l.ActiveRunID = p.RunID
+				l.LastRunStatus = StatusRunning
+			}
+		}
+	case KindRunStarted:
+		var p RunStarted
+		if json.Unmarshal(ev.Payload, &p) == nil && p.RunID != l.ActiveRunID {
+			l.ActiveRunID = p.RunID
+			if l.QueuedRuns > 0 {
+				l.QueuedRuns--
+			}
+		}
+	case KindRunCompleted, KindRunFailed, KindRunCancelled:
+		var p RunStarted // every terminal payload starts with runId
+		if json.Unmarshal(ev.Payload, &p) == nil {
+			status := map[string]string{KindRunCompleted: StatusCompleted, KindRunFailed: StatusFailed, KindRunCancelled: StatusCancelled}[ev.Kind]
+			if p.RunID == l.ActiveRunID {
+				l.ActiveRunID = ""
+			} else if l.QueuedRuns > 0 {
+				l.QueuedRuns-- // a queued run cancelled before it started
+			}
+			if p.RunID == l.LastRunID {
+				l.LastRunStatus = status
+			}
+		}
+	}
+	return l
+}

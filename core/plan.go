@@ -1,0 +1,89 @@
+package core
+
+// plan decides the next step of a session from its committed state alone:
+// either proposals the core makes on its own (start a queued run, open a
+// turn, finish a run) or work for the host. The host calls it through Drive.
+func plan(s *State, at int64) Intent {
+	if s.Closed {
+		return Intent{Kind: IntentClosed}
+	}
+	if !s.Opened {
+		return Intent{Kind: IntentIdle}
+	}
+	r := s.ActiveRun()
+	if r == nil {
+		if len(s.Queue) > 0 {
+			b := s.newBatch(at)
+			b.add(KindRunStarted, runJoins(s.Queue[0]), RunStarted{RunID: s.Queue[0]})
+			return appendIntent(s, b)
+		}
+		return Intent{Kind: IntentIdle}
+	}
+	t := r.Turn
+	if t == nil || t.Completed {
+		return planBoundary(s, r, at)
+	}
+	switch {
+	case t.GenRequested && !t.GenCompleted:
+		return Intent{Kind: IntentGenerate, Generate: &GenerateWork{
+			RunID: r.ID, Turn: t.N, ContextRevision: t.ContextRevision, Fingerprint: t.Fingerprint,
+			Config: s.Config, Entries: s.Context(),
+		}}
+	case t.BatchStarted && !t.BatchCompleted:
+		work := &ToolWork{RunID: r.ID, Turn: t.N}
+		for _, c := range t.Calls {
+			if c.Started && !c.Completed {
+				work.Calls = append(work.Calls, c.ToolCall)
+			}
+		}
+		return Intent{Kind: IntentInvokeTools, Tools: work}
+	}
+	return Intent{Kind: IntentIdle}
+}
+
+// planBoundary runs at a turn boundary: it takes another turn when the run
+// has unconsumed input or steering or tool results to answer, and otherwise
+// completes the run with the last assistant message as its output.
+func planBoundary(s *State, r *Run, at int64) Intent {
+	b := s.newBatch(at)
+	needTurn := !r.InputConsumed || len(r.Steering) > 0 || (r.Turn != nil && r.Turn.Outcome == TurnOutcomeToolCalls)
+	if !needTurn {
+		var out *RunCompleted = &RunCompleted{RunID: r.ID}
+		if r.Turn != nil {
+			out.Output = r.Turn.LastMessage
+		}
+		b.add(KindRunCompleted, runJoins(r.ID), *out)
+		return appendIntent(s, b)
+	}
+	if r.Turns >= s.MaxTurns() {
+		b.add(KindRunFailed, runJoins(r.ID), RunFailed{RunID: r.ID, Error: Failure{Kind: "turn_limit", Message: "the run reached its limit of " + itoaInt(s.MaxTurns()) + " turns"}})
+		return appendIntent(s, b)
+	}
+	n := r.Turns + 1
+	joins := turnJoins(r.ID, n)
+	b.add(KindTurnStarted, joins, TurnStarted{RunID: r.ID, Turn: n})
+	var inputs []EntryInput
+	if !r.InputConsumed {
+		inputs = append(inputs, userMessages(r.Input)...)
+	}
+	for _, st := range r.Steering {
+		inputs = append(inputs, userMessages(st.Input)...)
+	}
+	added := b.entries(inputs, SourceUser, r.ID, joins)
+	planned := append(s.Context(), added...) // user messages carry no key: they go to the tail
+	b.add(KindTurnPlanned, joins, TurnPlanned{RunID: r.ID, Turn: n, ContextRevision: b.rev, ConfigRevision: s.ConfigRevision, Fingerprint: PlanFingerprint(s.Config, planned)})
+	b.add(KindTurnGenerationRequested, joins, TurnGenerationRequested{RunID: r.ID, Turn: n})
+	return appendIntent(s, b)
+}
+
+func userMessages(items []InputItem) []EntryInput {
+	out := make([]EntryInput, len(items))
+	for i, it := range items {
+		out[i] = EntryInput{Kind: EntryMessage, Role: RoleUser, Content: it.Content, TokenEstimate: it.TokenEstimate, Preview: it.Preview, Origin: "user:"}
+	}
+	return out
+}
+
+func appendIntent(s *State, b *batch) Intent {
+	return Intent{Kind: IntentAppend, ExpectedHead: s.Head, Proposals: b.props}
+}

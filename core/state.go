@@ -1,0 +1,123 @@
+package core
+
+import (
+	"github.com/cairn-agents/cairn/content"
+)
+
+// State is the reducer state of one session, derived from its events alone.
+// Maps are used only for lookup; everything emitted is built from slices.
+type State struct {
+	SessionID      string
+	Head           int64
+	Opened         bool
+	Closed         bool
+	Config         SessionConfig
+	ConfigRevision int64
+
+	// Revision is the active context revision; every context event bumps it.
+	Revision int64
+	// entries are in recorded order; Context() puts instructions first.
+	entries   []Entry
+	nextEntry int64
+
+	runs        map[string]*Run
+	runOrder    []string
+	Active      string   // id of the active run, "" if none
+	Queue       []string // queued run ids, FIFO
+	submissions map[string]string
+}
+
+// Run is the reducer's view of one run.
+type Run struct {
+	ID               string
+	SubmissionID     string
+	InputFingerprint string
+	Status           string
+	Input            []InputItem
+	InputConsumed    bool
+	Steering         []RunSteeringAccepted // admitted, not yet in context
+	Turns            int
+	Turn             *Turn // the current or last turn
+	CancelRequested  bool
+	Output           *content.ContentRef
+	Error            *Failure
+	AcceptedSeq      int64
+	EndedSeq         int64
+}
+
+// Turn is one model round of a run and the tool batch that may follow it.
+type Turn struct {
+	N               int
+	Planned         bool
+	ContextRevision int64
+	Fingerprint     string
+	GenRequested    bool
+	GenCompleted    bool
+	Calls           []*Call
+	BatchStarted    bool
+	BatchCompleted  bool
+	Completed       bool
+	Outcome         string
+	// LastMessage is the last assistant message this turn's generation produced.
+	LastMessage *content.ContentRef
+}
+
+// Call is one tool call of a turn's batch.
+type Call struct {
+	ToolCall
+	Started   bool
+	Completed bool
+	Status    string
+}
+
+// NewState returns the state of a session with no events.
+func NewState() *State {
+	return &State{runs: map[string]*Run{}, submissions: map[string]string{}}
+}
+
+// Run returns the run with the given id, or nil.
+func (s *State) Run(id string) *Run { return s.runs[id] }
+
+// Runs returns every run in acceptance order.
+func (s *State) Runs() []*Run {
+	out := make([]*Run, len(s.runOrder))
+	for i, id := range s.runOrder {
+		out[i] = s.runs[id]
+	}
+	return out
+}
+
+// ActiveRun returns the active run, or nil.
+func (s *State) ActiveRun() *Run {
+	if s.Active == "" {
+		return nil
+	}
+	return s.runs[s.Active]
+}
+
+// HasWork reports whether a run is active or queued.
+func (s *State) HasWork() bool { return s.Active != "" || len(s.Queue) > 0 }
+
+// MaxTurns is the effective per-run turn bound.
+func (s *State) MaxTurns() int {
+	if s.Config.MaxTurns > 0 {
+		return s.Config.MaxTurns
+	}
+	return DefaultMaxTurns
+}
+
+// OpenCalls returns the calls of the active run's open turn that have started
+// and not completed, in batch order.
+func (s *State) OpenCalls() []*Call {
+	r := s.ActiveRun()
+	if r == nil || r.Turn == nil || r.Turn.Completed {
+		return nil
+	}
+	var out []*Call
+	for _, c := range r.Turn.Calls {
+		if c.Started && !c.Completed {
+			out = append(out, c)
+		}
+	}
+	return out
+}

@@ -1,0 +1,154 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cairn-agents/cairn/api"
+)
+
+var cairnBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "cairn-e2e-")
+	if err != nil {
+		panic(err)
+	}
+	cairnBin = filepath.Join(dir, "cairn")
+	build := exec.Command("go", "build", "-race", "-o", cairnBin, "../cmd/cairn")
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building cairn:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// server is a running `cairn serve` process.
+type server struct {
+	cmd    *exec.Cmd
+	addr   string
+	stderr *lockedWriter
+}
+
+// writeProviderConfig points provider id "fake" at the fake server.
+func writeProviderConfig(t *testing.T, dir string, f *fakeChat) string {
+	t.Helper()
+	path := filepath.Join(dir, "providers.json")
+	cfg := fmt.Sprintf(`{"providers":{"fake":{"baseUrl":%q,"apiKeyEnv":"FAKE_CHAT_KEY"}}}`, f.baseURL())
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// startServe starts `cairn serve` on a free port and waits until it listens.
+func startServe(t *testing.T, dataDir, configPath, apiKey string) *server {
+	t.Helper()
+	cmd := exec.Command(cairnBin, "serve", "--data", dataDir, "--listen", "127.0.0.1:0", "--config", configPath)
+	cmd.Env = append(os.Environ(), "FAKE_CHAT_KEY="+apiKey)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &server{cmd: cmd, stderr: &lockedWriter{b: &strings.Builder{}}}
+	cmd.Stderr = s.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if addr, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
+				lines <- addr
+			}
+		}
+	}()
+	select {
+	case s.addr = <-lines:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("cairn serve did not start; stderr:\n%s", s.stderr.String())
+	}
+	return s
+}
+
+func (s *server) client() *api.Client { return api.NewClient(s.addr, nil) }
+
+// kill stops the server with SIGKILL: no shutdown code runs.
+func (s *server) kill(t *testing.T) {
+	t.Helper()
+	if err := s.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.cmd.Wait()
+}
+
+// waitRun long-polls until the run reaches a terminal status.
+func waitRun(t *testing.T, c *api.Client, sessionID, runID string) api.RunReadResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var after int64
+	for {
+		r, err := c.ReadRun(ctx, sessionID, runID)
+		if err != nil {
+			t.Fatalf("reading run: %v", err)
+		}
+		if r.Status != "queued" && r.Status != "running" {
+			return r
+		}
+		page, err := c.ReadEvents(ctx, api.EventsReadParams{SessionID: sessionID, After: after, WaitMs: 2000})
+		if err != nil {
+			t.Fatalf("reading events: %v", err)
+		}
+		after = page.Head
+	}
+}
+
+// allEvents reads a session's whole log.
+func allEvents(t *testing.T, c *api.Client, sessionID string) []api.EventView {
+	t.Helper()
+	var out []api.EventView
+	for {
+		page, err := c.ReadEvents(context.Background(), api.EventsReadParams{SessionID: sessionID, After: int64(len(out)), Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, page.Events...)
+		if len(page.Events) == 0 || int64(len(out)) >= page.Head {
+			return out
+		}
+	}
+}
+
+func kinds(evs []api.EventView) map[string]int {
+	n := map[string]int{}
+	for _, ev := range evs {
+		n[ev.Kind]++
+	}
+	return n
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

@@ -1,0 +1,69 @@
+package chat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/cairn-agents/cairn/blob"
+	"github.com/cairn-agents/cairn/provider"
+	"github.com/cairn-agents/cairn/provider/endpoint"
+)
+
+// Adapter speaks Chat Completions over plain net/http. The endpoint is
+// resolved on every call, just before I/O, and never stored.
+type Adapter struct {
+	resolver endpoint.Resolver
+	client   *http.Client
+	now      func() time.Time // reads Retry-After dates; replaced in tests
+}
+
+var _ provider.Adapter = (*Adapter)(nil)
+
+// New returns an adapter. client nil means a plain &http.Client{}; pass one
+// with a replay.Transport to run the live code path against a cassette.
+// Timeouts come from the caller's context or the client.
+func New(resolver endpoint.Resolver, client *http.Client) *Adapter {
+	if client == nil {
+		client = &http.Client{}
+	}
+	return &Adapter{resolver: resolver, client: client, now: time.Now}
+}
+
+// Generate lowers req, POSTs it to {BaseURL}/chat/completions, stores the
+// response's native material in blobs and returns its facts.
+//
+// Errors: HTTP and transport failures are *provider.Error (Retryable set by
+// classification); an undecodable 2xx body is a terminal *provider.Error; a
+// cancelled ctx is returned as ctx.Err(); endpoint resolution errors are the
+// endpoint package's typed errors; lowering errors say which entry failed.
+func (a *Adapter) Generate(ctx context.Context, blobs blob.Store, req provider.Request) (provider.Output, error) {
+	if req.Model.APIKind != "" && req.Model.APIKind != APIKind {
+		return provider.Output{}, fmt.Errorf("chat: model selection has API kind %q, want %q", req.Model.APIKind, APIKind)
+	}
+	ep, err := a.resolver.Resolve(req.Model.ProviderID)
+	if err != nil {
+		return provider.Output{}, fmt.Errorf("chat: %w", err)
+	}
+	body, err := Lower(ctx, blobs, req, LowerOptions{ReasoningField: ep.ReasoningField})
+	if err != nil {
+		return provider.Output{}, err
+	}
+	resp, err := a.post(ctx, ep, body)
+	if err != nil {
+		return provider.Output{}, err
+	}
+	out, err := Decode(ctx, blobs, resp)
+	if err != nil {
+		var de *DecodeError
+		if errors.As(err, &de) {
+			// The provider answered 2xx with something that is not a
+			// completion; resending the same request will not fix it.
+			return provider.Output{}, &provider.Error{Status: http.StatusOK, Message: redact(de.Error(), ep)}
+		}
+		return provider.Output{}, err // storing failed: not the provider's fault
+	}
+	return out, nil
+}

@@ -1,0 +1,236 @@
+package chat
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/cairn-agents/cairn/blob"
+	"github.com/cairn-agents/cairn/content"
+	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/provider"
+)
+
+// DecodeError says why a response body could not be decoded. It never quotes
+// the body.
+type DecodeError struct {
+	Reason string
+	Err    error
+}
+
+func (e *DecodeError) Error() string {
+	if e.Err != nil {
+		return "chat: decode response: " + e.Reason + ": " + e.Err.Error()
+	}
+	return "chat: decode response: " + e.Reason
+}
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// envelope holds only the facts the core branches on; the message itself is
+// kept as raw bytes and never passes through a struct.
+type envelope struct {
+	ID      string `json:"id"`
+	Choices []struct {
+		FinishReason *string         `json:"finish_reason"`
+		Message      json.RawMessage `json:"message"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens     count `json:"prompt_tokens"`
+		CompletionTokens count `json:"completion_tokens"`
+		PromptCacheHit   count `json:"prompt_cache_hit_tokens"` // DeepSeek
+		PromptDetails    *struct {
+			CachedTokens count `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
+		CompletionDetails *struct {
+			ReasoningTokens count `json:"reasoning_tokens"`
+		} `json:"completion_tokens_details"`
+	} `json:"usage"`
+}
+
+// count is a token count that tolerates null and a float spelling ("12.0"),
+// because compatible servers are not all careful about either.
+type count int64
+
+func (c *count) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	if n, err := strconv.ParseInt(string(b), 10, 64); err == nil {
+		*c = count(n)
+		return nil
+	}
+	f, err := strconv.ParseFloat(string(b), 64)
+	if err != nil {
+		return fmt.Errorf("token count %s is not a number", b)
+	}
+	*c = count(f)
+	return nil
+}
+
+// Decode stores one non-streaming Chat Completions response body in blobs and
+// returns its entries and facts. See the package comment for the blob formats.
+func Decode(ctx context.Context, blobs blob.Store, body []byte) (provider.Output, error) {
+	var env envelope
+	if err := json.Unmarshal(body, &env); err != nil {
+		return provider.Output{}, &DecodeError{Reason: "invalid response envelope", Err: err}
+	}
+	if len(env.Choices) == 0 {
+		return provider.Output{}, &DecodeError{Reason: "response has no choices"}
+	}
+	choice := env.Choices[0]
+	msg, err := objectMembers(choice.Message)
+	if err != nil {
+		return provider.Output{}, &DecodeError{Reason: "choices[0].message", Err: err}
+	}
+
+	out := provider.Output{ResponseID: env.ID}
+	if choice.FinishReason != nil {
+		out.Finish = *choice.FinishReason
+	}
+	if u := env.Usage; u != nil {
+		out.Usage = core.Usage{InputTokens: int64(u.PromptTokens), OutputTokens: int64(u.CompletionTokens)}
+		if u.PromptDetails != nil {
+			out.Usage.CachedInputTokens = int64(u.PromptDetails.CachedTokens)
+		}
+		if out.Usage.CachedInputTokens == 0 {
+			out.Usage.CachedInputTokens = int64(u.PromptCacheHit)
+		}
+		if u.CompletionDetails != nil {
+			out.Usage.ReasoningTokens = int64(u.CompletionDetails.ReasoningTokens)
+		}
+	}
+
+	// Split the message: reasoning and tool calls become their own entries,
+	// everything else stays together as the message blob.
+	var (
+		kept          []member
+		reasoning     *member
+		toolCallsJSON []byte
+	)
+	for i := range msg {
+		m := msg[i]
+		switch m.Name {
+		case "tool_calls":
+			toolCallsJSON = m.Value
+			continue
+		case fieldReasoningContent, fieldReasoning:
+			if s, ok := rawString(m.Value); ok && s != "" && reasoning == nil {
+				reasoning = &msg[i]
+				continue
+			}
+			if isNull(m.Value) || string(m.Value) == `""` {
+				continue // carries nothing; dropping it loses nothing
+			}
+			// A second or non-string reasoning value stays in the message blob:
+			// unexpected material is kept, not thrown away.
+		}
+		kept = append(kept, m)
+	}
+
+	if reasoning != nil {
+		var buf bytes.Buffer
+		buf.WriteString(`{"field":`)
+		writeString(&buf, reasoning.Name)
+		buf.WriteString(`,"text":`)
+		buf.Write(reasoning.Value)
+		buf.WriteByte('}')
+		text, _ := rawString(reasoning.Value)
+		e, err := putEntry(ctx, blobs, buf.Bytes(), ProviderKindReasoning, core.EntryReasoning, text)
+		if err != nil {
+			return provider.Output{}, err
+		}
+		out.Entries = append(out.Entries, e)
+	}
+
+	var mbuf bytes.Buffer
+	writeObject(&mbuf, kept)
+	visible, refusal := messageText(kept)
+	me, err := putEntry(ctx, blobs, mbuf.Bytes(), ProviderKindMessage, core.EntryMessage, visible)
+	if err != nil {
+		return provider.Output{}, err
+	}
+	out.Entries = append(out.Entries, me)
+
+	if !isNull(toolCallsJSON) {
+		calls, err := arrayElements(toolCallsJSON)
+		if err != nil {
+			return provider.Output{}, &DecodeError{Reason: "message.tool_calls", Err: err}
+		}
+		for i, raw := range calls {
+			e, call, err := decodeToolCall(ctx, blobs, raw)
+			if err != nil {
+				return provider.Output{}, &DecodeError{Reason: fmt.Sprintf("message.tool_calls[%d]", i), Err: err}
+			}
+			out.Entries = append(out.Entries, e)
+			out.ToolCalls = append(out.ToolCalls, call)
+		}
+	}
+
+	switch {
+	case refusal != "":
+		out.Failure = &core.Failure{Kind: FailureRefusal, Message: refusal}
+	case out.Finish == "length":
+		out.Failure = &core.Failure{Kind: FailureMaxTokens, Message: "the model stopped at its output token limit"}
+	case out.Finish == "content_filter":
+		out.Failure = &core.Failure{Kind: FailureContentFilter, Message: "the provider's content filter stopped the output"}
+	}
+	return out, nil
+}
+
+// decodeToolCall stores one raw tool call object and its arguments.
+func decodeToolCall(ctx context.Context, blobs blob.Store, raw []byte) (core.EntryInput, core.ToolCall, error) {
+	ms, err := objectMembers(raw)
+	if err != nil {
+		return core.EntryInput{}, core.ToolCall{}, err
+	}
+	id, ok := rawString(lookup(ms, "id"))
+	if !ok || id == "" {
+		return core.EntryInput{}, core.ToolCall{}, fmt.Errorf("missing id")
+	}
+	fn, err := objectMembers(lookup(ms, "function"))
+	if err != nil {
+		return core.EntryInput{}, core.ToolCall{}, fmt.Errorf("function: %w", err)
+	}
+	name, ok := rawString(lookup(fn, "name"))
+	if !ok || name == "" {
+		return core.EntryInput{}, core.ToolCall{}, fmt.Errorf("missing function.name")
+	}
+	argsRaw := lookup(fn, "arguments")
+	args := "{}" // a call without arguments is a call with an empty object
+	if !isNull(argsRaw) {
+		if args, ok = rawString(argsRaw); !ok {
+			return core.EntryInput{}, core.ToolCall{}, fmt.Errorf("function.arguments is not a string")
+		}
+	}
+	media := content.MediaText
+	if json.Valid([]byte(args)) {
+		media = content.MediaJSON
+	}
+	argsRef, err := blob.PutRef(ctx, blobs, []byte(args), media, "")
+	if err != nil {
+		return core.EntryInput{}, core.ToolCall{}, err
+	}
+	e, err := putEntry(ctx, blobs, raw, ProviderKindToolCall, core.EntryToolCall, name+"("+args+")")
+	if err != nil {
+		return core.EntryInput{}, core.ToolCall{}, err
+	}
+	e.CallID, e.ToolName = id, name
+	return e, core.ToolCall{CallID: id, Name: name, Arguments: argsRef}, nil
+}
+
+// putEntry stores native bytes and describes them as an assistant entry.
+func putEntry(ctx context.Context, blobs blob.Store, data []byte, providerKind, kind, preview string) (core.EntryInput, error) {
+	ref, err := blob.PutRef(ctx, blobs, data, content.MediaJSON, providerKind)
+	if err != nil {
+		return core.EntryInput{}, fmt.Errorf("chat: store %s: %w", providerKind, err)
+	}
+	return core.EntryInput{
+		Kind:          kind,
+		Role:          core.RoleAssistant,
+		Content:       ref,
+		TokenEstimate: provider.Estimate(data),
+		Preview:       provider.Preview(preview),
+	}, nil
+}

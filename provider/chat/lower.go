@@ -1,0 +1,357 @@
+package chat
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/cairn-agents/cairn/blob"
+	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/provider"
+)
+
+// LowerOptions are the per-endpoint choices that shape a request.
+type LowerOptions struct {
+	// ReasoningField is endpoint.Endpoint.ReasoningField: the assistant
+	// message field stored reasoning is re-sent under, or "" to not re-send it.
+	ReasoningField string
+}
+
+// UnsupportedEntryError: an entry this API kind cannot express.
+type UnsupportedEntryError struct {
+	EntryID string
+	Kind    string
+	Reason  string
+}
+
+func (e *UnsupportedEntryError) Error() string {
+	return fmt.Sprintf("chat: cannot lower entry %s (kind %s): %s", e.EntryID, e.Kind, e.Reason)
+}
+
+// Lower builds the Chat Completions request body for req. It only reads blobs;
+// the result is a pure function of the entries' bytes, the tools and opts, so
+// the same context always gives the same body, and a context that only grew at
+// its tail gives a body that starts with the previous body's messages.
+//
+// Body layout: {"model","messages","tools"?,"prompt_cache_key"?}. Messages:
+// every instruction entry joined by "\n\n" into one leading system message;
+// assistant material folded into one assistant message per generation; tool
+// results as role "tool"; any other text entry (user messages, catalogs, skill
+// activations, summaries) as role "user", or "assistant" for a non-native
+// assistant message.
+func Lower(ctx context.Context, blobs blob.Store, req provider.Request, opts LowerOptions) ([]byte, error) {
+	if req.Model.Model == "" {
+		return nil, fmt.Errorf("chat: request has no model")
+	}
+	msgs, err := lowerMessages(ctx, blobs, req.Entries, opts)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	buf.WriteString(`{"model":`)
+	writeString(&buf, req.Model.Model)
+	buf.WriteString(`,"messages":[`)
+	for i, m := range msgs {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(m)
+	}
+	buf.WriteByte(']')
+	if len(req.Tools) > 0 {
+		buf.WriteString(`,"tools":[`)
+		for i, t := range req.Tools {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			if err := writeTool(&buf, t); err != nil {
+				return nil, err
+			}
+		}
+		buf.WriteByte(']')
+	}
+	if key := PromptCacheKey(req.SessionID); key != "" {
+		buf.WriteString(`,"prompt_cache_key":`)
+		writeString(&buf, key)
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+func writeTool(buf *bytes.Buffer, t provider.Tool) error {
+	if t.Name == "" {
+		return fmt.Errorf("chat: tool without a name")
+	}
+	buf.WriteString(`{"type":"function","function":{"name":`)
+	writeString(buf, t.Name)
+	if t.Description != "" {
+		buf.WriteString(`,"description":`)
+		writeString(buf, t.Description)
+	}
+	if len(bytes.TrimSpace(t.Parameters)) > 0 {
+		params, err := compactRaw(t.Parameters)
+		if err != nil {
+			return fmt.Errorf("chat: tool %q: parameters: %w", t.Name, err)
+		}
+		buf.WriteString(`,"parameters":`)
+		buf.Write(params)
+	}
+	buf.WriteString(`}}`)
+	return nil
+}
+
+// lowerMessages returns the request's messages, each as exact bytes.
+func lowerMessages(ctx context.Context, blobs blob.Store, entries []core.Entry, opts LowerOptions) ([][]byte, error) {
+	load := func(e core.Entry) ([]byte, error) {
+		data, err := blobs.Get(ctx, e.Content.Digest)
+		if err != nil {
+			return nil, fmt.Errorf("chat: entry %s: %w", e.ID, err)
+		}
+		return data, nil
+	}
+
+	var out [][]byte
+
+	// Instructions come first in the context; they become one system message.
+	var system []string
+	for _, e := range entries {
+		if e.Kind != core.EntryInstructions {
+			continue
+		}
+		text, err := entryText(e, load)
+		if err != nil {
+			return nil, err
+		}
+		system = append(system, text)
+	}
+	if len(system) > 0 {
+		var b bytes.Buffer
+		b.WriteString(`{"role":"system","content":`)
+		writeString(&b, strings.Join(system, "\n\n"))
+		b.WriteByte('}')
+		out = append(out, b.Bytes())
+	}
+
+	var g group
+	flush := func() error {
+		if g.phase == 0 {
+			return nil
+		}
+		m, err := g.lower(load, opts)
+		g = group{}
+		if err != nil || m == nil {
+			return err
+		}
+		out = append(out, m)
+		return nil
+	}
+
+	for _, e := range entries {
+		pk := e.Content.ProviderKind
+		switch {
+		case e.Kind == core.EntryInstructions:
+			continue
+		case e.Kind == core.EntryReasoning:
+			if pk != ProviderKindReasoning {
+				return nil, &UnsupportedEntryError{e.ID, e.Kind, "reasoning of provider kind " + pk}
+			}
+			if g.phase >= phaseReasoning {
+				if err := flush(); err != nil {
+					return nil, err
+				}
+			}
+			g.reasoning, g.phase = &e, phaseReasoning
+			continue
+		case e.Kind == core.EntryMessage && pk == ProviderKindMessage:
+			if g.phase >= phaseMessage {
+				if err := flush(); err != nil {
+					return nil, err
+				}
+			}
+			g.message, g.phase = &e, phaseMessage
+			continue
+		case e.Kind == core.EntryToolCall:
+			if pk != ProviderKindToolCall {
+				return nil, &UnsupportedEntryError{e.ID, e.Kind, "tool call of provider kind " + pk}
+			}
+			g.calls, g.phase = append(g.calls, e), phaseCalls
+			continue
+		}
+
+		if err := flush(); err != nil {
+			return nil, err
+		}
+		m, err := lowerPlain(e, load)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	if err := flush(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// lowerPlain lowers a non-native entry: a tool result or a text message.
+func lowerPlain(e core.Entry, load func(core.Entry) ([]byte, error)) ([]byte, error) {
+	if e.Content.ProviderKind != "" {
+		return nil, &UnsupportedEntryError{e.ID, e.Kind, "provider kind " + e.Content.ProviderKind + " is not Chat Completions material"}
+	}
+	var b bytes.Buffer
+	switch e.Kind {
+	case core.EntryToolResult:
+		if e.CallID == "" {
+			return nil, &UnsupportedEntryError{e.ID, e.Kind, "tool result without a call id"}
+		}
+		data, err := load(e)
+		if err != nil {
+			return nil, err
+		}
+		if !isText(e.Content.MediaType) && !strings.HasPrefix(e.Content.MediaType, "application/json") {
+			return nil, &UnsupportedEntryError{e.ID, e.Kind, "tool result of media type " + e.Content.MediaType}
+		}
+		b.WriteString(`{"role":"tool","tool_call_id":`)
+		writeString(&b, e.CallID)
+		b.WriteString(`,"content":`)
+		writeString(&b, string(data))
+		b.WriteByte('}')
+	case core.EntryMessage, core.EntryCatalog, core.EntrySkillActivation, core.EntrySummary:
+		text, err := entryText(e, load)
+		if err != nil {
+			return nil, err
+		}
+		role := core.RoleUser
+		if e.Kind == core.EntryMessage && e.Role == core.RoleAssistant {
+			role = core.RoleAssistant
+		}
+		b.WriteString(`{"role":"` + role + `","content":`)
+		writeString(&b, text)
+		b.WriteByte('}')
+	default:
+		return nil, &UnsupportedEntryError{e.ID, e.Kind, "no Chat Completions form for this kind"}
+	}
+	return b.Bytes(), nil
+}
+
+// entryText reads a text entry.
+func entryText(e core.Entry, load func(core.Entry) ([]byte, error)) (string, error) {
+	if !isText(e.Content.MediaType) {
+		return "", &UnsupportedEntryError{e.ID, e.Kind, "media type " + e.Content.MediaType + " is not text"}
+	}
+	data, err := load(e)
+	if err != nil {
+		return "", err
+	}
+	return string(data), nil
+}
+
+func isText(mediaType string) bool { return strings.HasPrefix(mediaType, "text/plain") }
+
+// Phases of a generation's entries, in the order Decode writes them.
+const (
+	phaseReasoning = 1 + iota
+	phaseMessage
+	phaseCalls
+)
+
+// group is the contiguous native material of one generation: an optional
+// reasoning entry, an optional message, then its tool calls. Seeing an earlier
+// phase again starts the next generation.
+type group struct {
+	phase     int
+	reasoning *core.Entry
+	message   *core.Entry
+	calls     []core.Entry
+}
+
+// lower folds the group into one assistant message, or nil when it has nothing
+// a request may carry (say, reasoning alone, or a message removed from context
+// that left only its reasoning).
+func (g *group) lower(load func(core.Entry) ([]byte, error), opts LowerOptions) ([]byte, error) {
+	var msg []member
+	if g.message != nil {
+		data, err := load(*g.message)
+		if err != nil {
+			return nil, err
+		}
+		if msg, err = objectMembers(data); err != nil {
+			return nil, fmt.Errorf("chat: entry %s: stored message: %w", g.message.ID, err)
+		}
+	}
+	contentV := lookup(msg, "content")
+	refusal := lookup(msg, "refusal")
+	name := lookup(msg, "name")
+	audio := lookup(msg, "audio")
+	functionCall := lookup(msg, "function_call")
+	if len(g.calls) == 0 && isNull(contentV) && isNull(refusal) && isNull(functionCall) && isNull(audio) {
+		return nil, nil
+	}
+
+	var b bytes.Buffer
+	b.WriteString(`{"role":"assistant","content":`)
+	if isNull(contentV) {
+		b.WriteString("null") // absent ≡ null; some servers require the key
+	} else {
+		b.Write(contentV)
+	}
+	if !isNull(refusal) {
+		b.WriteString(`,"refusal":`)
+		b.Write(refusal)
+	}
+	if !isNull(name) {
+		b.WriteString(`,"name":`)
+		b.Write(name)
+	}
+	if !isNull(audio) {
+		// A request refers to earlier audio by id only; the response's data,
+		// transcript and expiry are output fields.
+		am, err := objectMembers(audio)
+		if err == nil && !isNull(lookup(am, "id")) {
+			b.WriteString(`,"audio":{"id":`)
+			b.Write(lookup(am, "id"))
+			b.WriteByte('}')
+		}
+	}
+	if !isNull(functionCall) {
+		b.WriteString(`,"function_call":`)
+		b.Write(functionCall)
+	}
+	if opts.ReasoningField != "" && g.reasoning != nil {
+		data, err := load(*g.reasoning)
+		if err != nil {
+			return nil, err
+		}
+		rm, err := objectMembers(data)
+		if err != nil {
+			return nil, fmt.Errorf("chat: entry %s: stored reasoning: %w", g.reasoning.ID, err)
+		}
+		if text := lookup(rm, "text"); !isNull(text) {
+			b.WriteByte(',')
+			writeString(&b, opts.ReasoningField)
+			b.WriteByte(':')
+			b.Write(text)
+		}
+	}
+	if len(g.calls) > 0 {
+		b.WriteString(`,"tool_calls":[`)
+		for i, c := range g.calls {
+			data, err := load(c)
+			if err != nil {
+				return nil, err
+			}
+			raw, err := compactRaw(data)
+			if err != nil || len(raw) == 0 || raw[0] != '{' {
+				return nil, fmt.Errorf("chat: entry %s: stored tool call is not a JSON object", c.ID)
+			}
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.Write(raw)
+		}
+		b.WriteByte(']')
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}

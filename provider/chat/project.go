@@ -1,0 +1,77 @@
+package chat
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Projections derive display material from stored native bytes. They are views:
+// the bytes stay the one authoritative copy.
+
+// ProjectText returns the visible text of a stored ProviderKindMessage blob:
+// its content, or its refusal when there is no content.
+func ProjectText(native []byte) (string, error) {
+	ms, err := objectMembers(native)
+	if err != nil {
+		return "", fmt.Errorf("chat: project message: %w", err)
+	}
+	text, _ := messageText(ms)
+	return text, nil
+}
+
+// ProjectReasoning returns the visible reasoning text of a stored
+// ProviderKindReasoning blob.
+func ProjectReasoning(native []byte) (string, error) {
+	ms, err := objectMembers(native)
+	if err != nil {
+		return "", fmt.Errorf("chat: project reasoning: %w", err)
+	}
+	text, ok := rawString(lookup(ms, "text"))
+	if !ok {
+		return "", fmt.Errorf("chat: project reasoning: no text")
+	}
+	return text, nil
+}
+
+// ProjectAnnotations returns the raw `annotations` array of a stored message
+// blob (url_citation objects and the like), or nil when it has none.
+func ProjectAnnotations(native []byte) (json.RawMessage, error) {
+	ms, err := objectMembers(native)
+	if err != nil {
+		return nil, fmt.Errorf("chat: project annotations: %w", err)
+	}
+	v := lookup(ms, "annotations")
+	if isNull(v) {
+		return nil, nil
+	}
+	return json.RawMessage(v), nil
+}
+
+// messageText returns the visible text of message members (content, else the
+// refusal) and the refusal text on its own.
+func messageText(ms []member) (visible, refusal string) {
+	refusal, _ = rawString(lookup(ms, "refusal"))
+	c := lookup(ms, "content")
+	if s, ok := rawString(c); ok {
+		visible = s
+	} else if len(c) > 0 && c[0] == '[' {
+		// Content parts ([{"type":"text","text":…}]) as some servers return.
+		var parts []struct {
+			Text *string `json:"text"`
+		}
+		if json.Unmarshal(c, &parts) == nil {
+			var b strings.Builder
+			for _, p := range parts {
+				if p.Text != nil {
+					b.WriteString(*p.Text)
+				}
+			}
+			visible = b.String()
+		}
+	}
+	if visible == "" {
+		visible = refusal
+	}
+	return visible, refusal
+}

@@ -1,0 +1,72 @@
+// Package endpoint resolves where and how to reach a provider — base URL,
+// credentials, extra headers and per-endpoint wire choices — immediately before
+// provider I/O. Nothing here is ever written to the session log or to CAS: the
+// durable model selection names only a provider id, so keys can rotate and
+// endpoints can move without rewriting history.
+package endpoint
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Reasoning fields an endpoint may ask to have re-sent on assistant messages.
+// Providers disagree (DeepSeek's thinking mode requires reasoning_content on
+// tool-call turns, older models reject it), so it is a per-endpoint choice.
+const (
+	ReasoningNone    = ""                  // do not re-send reasoning
+	ReasoningContent = "reasoning_content" // DeepSeek, xAI
+	ReasoningPlain   = "reasoning"         // Groq
+)
+
+// Endpoint is everything needed to talk to one provider right now.
+// It holds a secret: never log it with %#v of its fields; String redacts.
+type Endpoint struct {
+	// BaseURL has no trailing slash, e.g. "https://api.openai.com/v1".
+	BaseURL string
+	// APIKey is sent as "Authorization: Bearer <key>" when non-empty.
+	APIKey string
+	// Headers are extra request headers (may carry secrets too).
+	Headers map[string]string
+	// ReasoningField names the assistant-message field reasoning is re-sent
+	// under; "" means reasoning is kept in storage but not re-sent.
+	ReasoningField string
+}
+
+// String describes the endpoint without secrets, so an accidental %v in a log
+// line does not leak the key or header values.
+func (e Endpoint) String() string {
+	key := "none"
+	if e.APIKey != "" {
+		key = "[redacted]"
+	}
+	names := make([]string, 0, len(e.Headers))
+	for k := range e.Headers {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return fmt.Sprintf("Endpoint{BaseURL: %s, APIKey: %s, Headers: [%s], ReasoningField: %q}",
+		e.BaseURL, key, strings.Join(names, " "), e.ReasoningField)
+}
+
+// GoString keeps %#v from printing the key as well.
+func (e Endpoint) GoString() string { return e.String() }
+
+// Resolver resolves a provider id to an Endpoint. Implementations re-read their
+// sources on every call so rotated keys take effect without a restart.
+type Resolver interface {
+	Resolve(providerID string) (Endpoint, error)
+}
+
+// Static is a fixed Resolver, for tests and embedding.
+type Static map[string]Endpoint
+
+// Resolve returns the endpoint for id or an *UnknownProviderError.
+func (s Static) Resolve(providerID string) (Endpoint, error) {
+	ep, ok := s[providerID]
+	if !ok {
+		return Endpoint{}, &UnknownProviderError{ProviderID: providerID}
+	}
+	return ep, nil
+}

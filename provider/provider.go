@@ -1,0 +1,68 @@
+// Package provider holds what every API-kind adapter shares: the request an
+// executor hands an adapter, the facts an adapter returns, and typed provider
+// errors. Adapters keep native bytes in CAS and return only facts and refs.
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/cairn-agents/cairn/blob"
+	"github.com/cairn-agents/cairn/core"
+)
+
+// Tool is a tool definition as presented to the model, in a stable order.
+type Tool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"` // JSON Schema object
+}
+
+// Request is one generation: the frozen context of a planned turn.
+type Request struct {
+	SessionID string
+	Model     core.ModelSelection
+	// Entries is the active context in request order (instructions first).
+	Entries []core.Entry
+	Tools   []Tool
+}
+
+// Output is what an adapter returns after writing native material to CAS.
+type Output struct {
+	// Entries are the new context entries, in the order the provider produced them.
+	Entries    []core.EntryInput
+	ToolCalls  []core.ToolCall
+	Finish     string
+	ResponseID string
+	Usage      core.Usage
+	// Failure is set when the provider ended the turn in a way that fails the
+	// run (refusal, output limit); the native bytes are still stored.
+	Failure *core.Failure
+}
+
+// Adapter lowers a request to one API kind's native form, calls the provider,
+// stores the native response in CAS and returns facts and refs.
+type Adapter interface {
+	Generate(ctx context.Context, blobs blob.Store, req Request) (Output, error)
+}
+
+// Error is a classified provider failure. Message never contains credentials.
+type Error struct {
+	Status     int // HTTP status, 0 for transport errors
+	Retryable  bool
+	RetryAfter time.Duration // from Retry-After, when the provider sent one
+	Message    string
+}
+
+func (e *Error) Error() string {
+	kind := "terminal"
+	if e.Retryable {
+		kind = "retryable"
+	}
+	if e.Status != 0 {
+		return fmt.Sprintf("provider error (%s, HTTP %d): %s", kind, e.Status, e.Message)
+	}
+	return fmt.Sprintf("provider error (%s): %s", kind, e.Message)
+}

@@ -1,0 +1,121 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/cairn-agents/cairn/blob"
+	"github.com/cairn-agents/cairn/content"
+	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/provider"
+)
+
+// Executor runs generations and tool calls for any host.
+type Executor struct {
+	Blobs    blob.Store
+	Adapters map[string]provider.Adapter // by API kind
+	Tools    *Tools
+}
+
+// ErrFingerprintMismatch means the context handed to a generation is not the
+// one its turn planned: a host bug, never sent to a provider.
+var ErrFingerprintMismatch = errors.New("request does not match its planned fingerprint")
+
+// Generate performs one provider attempt for a planned turn. A nil error
+// returns the result to admit; a *provider.Error that is Retryable may be
+// retried by the host; any other error should become FailedGeneration.
+func (x *Executor) Generate(ctx context.Context, sessionID string, w core.GenerateWork) (core.GenerationResult, error) {
+	if fp := core.PlanFingerprint(w.Config, w.Entries); fp != w.Fingerprint {
+		return core.GenerationResult{}, fmt.Errorf("%w: planned %s, rebuilt %s", ErrFingerprintMismatch, w.Fingerprint, fp)
+	}
+	adapter, ok := x.Adapters[w.Config.Model.APIKind]
+	if !ok {
+		return core.GenerationResult{}, fmt.Errorf("no adapter for API kind %q", w.Config.Model.APIKind)
+	}
+	out, err := adapter.Generate(ctx, x.Blobs, provider.Request{
+		SessionID: sessionID,
+		Model:     w.Config.Model,
+		Entries:   w.Entries,
+		Tools:     x.Tools.Definitions(w.Config.Tools),
+	})
+	if err != nil {
+		return core.GenerationResult{}, err
+	}
+	return core.GenerationResult{
+		RunID: w.RunID, Turn: w.Turn, Entries: out.Entries, ToolCalls: out.ToolCalls,
+		Finish: out.Finish, ResponseID: out.ResponseID, Usage: out.Usage, Failure: out.Failure,
+	}, nil
+}
+
+// FailedGeneration turns a generation error the host will not retry into the
+// result that fails the turn: a terminal provider error keeps the provider's
+// message; anything else is a failure at the runtime boundary.
+func FailedGeneration(w core.GenerateWork, err error) core.GenerationResult {
+	f := core.Failure{Kind: "model_call_failed", Message: "the model call failed at the runtime boundary", Ref: &core.ModelFailedRef}
+	var pe *provider.Error
+	if errors.As(err, &pe) {
+		f = core.Failure{Kind: "provider_error", Message: pe.Error()}
+	}
+	return core.GenerationResult{RunID: w.RunID, Turn: w.Turn, Finish: "error", Failure: &f}
+}
+
+// InvokeTool runs one call and stores its output. Tool failures become a
+// result the model sees (the constant "tool failed" blob); the error returned
+// is only for context cancellation, when the result must be discarded.
+func (x *Executor) InvokeTool(ctx context.Context, runID string, turn int, call core.ToolCall) (core.ToolResult, error) {
+	res := core.ToolResult{RunID: runID, Turn: turn, CallID: call.CallID}
+	tool, ok := x.Tools.Lookup(call.Name)
+	if !ok {
+		res.Status, res.Result = core.CallUnavailable, constantEntry(core.ToolUnavailableRef, core.ToolUnavailableBytes)
+		return res, nil
+	}
+	args, err := x.Blobs.Get(ctx, call.Arguments.Digest)
+	if err != nil {
+		return res, fmt.Errorf("loading arguments of call %s: %w", call.CallID, err)
+	}
+	out, err := tool.Invoke(ctx, args)
+	if ctx.Err() != nil {
+		return res, ctx.Err()
+	}
+	if err != nil {
+		res.Status, res.Result = core.CallFailed, constantEntry(core.ToolFailedRef, core.ToolFailedBytes)
+		return res, nil
+	}
+	mt := out.MediaType
+	if mt == "" {
+		mt = content.MediaText
+	}
+	ref, err := blob.PutRef(ctx, x.Blobs, out.Content, mt, "")
+	if err != nil {
+		return res, fmt.Errorf("storing result of call %s: %w", call.CallID, err)
+	}
+	res.Status = core.CallOK
+	if out.IsError {
+		res.Status = core.CallError
+	}
+	res.Result = core.EntryInput{Content: ref, TokenEstimate: provider.Estimate(out.Content), Preview: previewOf(out.Content)}
+	return res, nil
+}
+
+func constantEntry(ref content.ContentRef, data []byte) core.EntryInput {
+	return core.EntryInput{Content: ref, TokenEstimate: provider.Estimate(data), Preview: previewOf(data)}
+}
+
+func previewOf(data []byte) string {
+	if !utf8.Valid(data) {
+		return fmt.Sprintf("(%d bytes)", len(data))
+	}
+	return provider.Preview(string(data))
+}
+
+// TextInput stores a user's text and describes it as run input.
+func TextInput(ctx context.Context, blobs blob.Store, text string) (core.InputItem, error) {
+	data := []byte(text)
+	ref, err := blob.PutRef(ctx, blobs, data, content.MediaText, "")
+	if err != nil {
+		return core.InputItem{}, err
+	}
+	return core.InputItem{Content: ref, TokenEstimate: provider.Estimate(data), Preview: provider.Preview(text)}, nil
+}

@@ -1,0 +1,103 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/store"
+)
+
+// CreateSession opens a new session. An empty id gets a fresh one.
+func (h *Host) CreateSession(ctx context.Context, id string, cfg core.SessionConfig, instructions *core.EntryInput) (string, error) {
+	if h.ctx.Err() != nil {
+		return "", ErrHostClosed
+	}
+	if id == "" {
+		id = h.opt.NewID("s_")
+	}
+	if err := ValidateSessionID(id); err != nil {
+		return "", err
+	}
+	if _, err := h.opt.Log.Session(ctx, id); err == nil {
+		return "", &core.Rejection{Kind: core.RejectSessionExists, Message: fmt.Sprintf("session %s already exists", id)}
+	} else if !errors.Is(err, store.ErrSessionNotFound) {
+		return "", err
+	}
+	s := &session{id: id, drive: core.NewDrive(core.NewState()), inflight: map[string]*flight{}, changed: make(chan struct{})}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, err := h.admitAndCommit(s, core.OpenSession{AtMs: h.nowMs(), SessionID: id, Config: cfg, Instructions: instructions})
+	if err != nil {
+		if errors.Is(err, store.ErrHeadConflict) {
+			return "", &core.Rejection{Kind: core.RejectSessionExists, Message: fmt.Sprintf("session %s already exists", id)}
+		}
+		return "", err
+	}
+	h.mu.Lock()
+	if h.sessions[id] == nil { // a reader may have loaded it from the log already
+		h.sessions[id] = s
+	}
+	h.mu.Unlock()
+	return id, nil
+}
+
+// ValidateSessionID accepts 1–128 characters of [A-Za-z0-9._:-], so ids are
+// safe in URLs, workflow ids and file names.
+func ValidateSessionID(id string) error {
+	if len(id) == 0 || len(id) > 128 {
+		return &core.Rejection{Kind: core.RejectInvalidInput, Message: "session id must be 1 to 128 characters"}
+	}
+	for _, c := range id {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == ':' || c == '-'
+		if !ok {
+			return &core.Rejection{Kind: core.RejectInvalidInput, Message: fmt.Sprintf("session id %q may only contain letters, digits and . _ : -", id)}
+		}
+	}
+	return nil
+}
+
+// Submit admits a command for a session and persists its events before it
+// returns; the session's work then proceeds in the background.
+func (h *Host) Submit(ctx context.Context, sessionID string, cmd core.Command) (core.Admission, error) {
+	if h.ctx.Err() != nil {
+		return core.Admission{}, ErrHostClosed
+	}
+	s, err := h.session(ctx, sessionID)
+	if err != nil {
+		return core.Admission{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	adm, err := h.admitAndCommit(s, cmd)
+	if err != nil {
+		return adm, err
+	}
+	h.pump(s)
+	return adm, nil
+}
+
+// Inspect runs fn with the session's committed state under its lock. fn must
+// not keep references to the state after it returns.
+func (h *Host) Inspect(ctx context.Context, sessionID string, fn func(*core.State)) error {
+	s, err := h.session(ctx, sessionID)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fn(s.drive.State())
+	return nil
+}
+
+// Changed returns the session's head and a channel closed at its next commit.
+func (h *Host) Changed(ctx context.Context, sessionID string) (int64, <-chan struct{}, error) {
+	s, err := h.session(ctx, sessionID)
+	if err != nil {
+		return 0, nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.drive.State().Head, s.changed, nil
+}

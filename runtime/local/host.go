@@ -1,0 +1,130 @@
+// Package local is the embedded host: it drives every session with work
+// in-process, through the same core and executors as the Temporal host.
+package local
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/cairn-agents/cairn/blob"
+	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/runtime"
+	"github.com/cairn-agents/cairn/store"
+)
+
+// Options configure a Host.
+type Options struct {
+	Log      store.SessionLog
+	Blobs    blob.Store
+	Executor *runtime.Executor
+	Logger   *slog.Logger
+	// Now is the host's clock; commands carry its readings into the core.
+	Now func() time.Time
+	// NewID returns a fresh id with the given prefix (run_, st_, s_).
+	NewID func(prefix string) string
+	// Retry governs retryable provider errors.
+	Retry RetryPolicy
+}
+
+// RetryPolicy bounds retries of retryable provider errors.
+type RetryPolicy struct {
+	MaxAttempts int           // including the first; default 5
+	BaseDelay   time.Duration // default 500ms, doubled per attempt
+	MaxDelay    time.Duration // default 30s; also caps Retry-After
+}
+
+// Host drives sessions. It is safe for concurrent use.
+type Host struct {
+	opt    Options
+	ctx    context.Context // cancelled by Close: stops all work
+	cancel context.CancelFunc
+	work   sync.WaitGroup
+
+	mu       sync.Mutex
+	sessions map[string]*session
+}
+
+// New returns a host; call Start before use.
+func New(opt Options) *Host {
+	if opt.Logger == nil {
+		opt.Logger = slog.Default()
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.NewID == nil {
+		opt.NewID = RandomID
+	}
+	if opt.Retry.MaxAttempts <= 0 {
+		opt.Retry.MaxAttempts = 5
+	}
+	if opt.Retry.BaseDelay <= 0 {
+		opt.Retry.BaseDelay = 500 * time.Millisecond
+	}
+	if opt.Retry.MaxDelay <= 0 {
+		opt.Retry.MaxDelay = 30 * time.Second
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Host{opt: opt, ctx: ctx, cancel: cancel, sessions: map[string]*session{}}
+}
+
+// RandomID returns prefix + 16 random hex digits.
+func RandomID(prefix string) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// Start stores the constant blobs and resumes every session whose last run
+// is unfinished, from its log.
+func (h *Host) Start(ctx context.Context) error {
+	for _, b := range core.ConstantBlobs() {
+		if _, err := h.opt.Blobs.Put(ctx, b); err != nil {
+			return fmt.Errorf("storing constant blobs: %w", err)
+		}
+	}
+	ids, err := h.opt.Log.Unfinished(ctx)
+	if err != nil {
+		return fmt.Errorf("listing unfinished sessions: %w", err)
+	}
+	for _, id := range ids {
+		s, err := h.session(ctx, id)
+		if err != nil {
+			return fmt.Errorf("resuming session %s: %w", id, err)
+		}
+		h.opt.Logger.Info("resuming session", "session", id)
+		s.mu.Lock()
+		h.pump(s)
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+// Close cancels all in-flight work and waits for it to stop.
+func (h *Host) Close() {
+	h.cancel()
+	h.work.Wait()
+}
+
+func (h *Host) nowMs() int64 { return h.opt.Now().UnixMilli() }
+
+// NewID returns a fresh id from the host's id source.
+func (h *Host) NewID(prefix string) string { return h.opt.NewID(prefix) }
+
+// NowMs is the host clock in milliseconds, for commands built by callers.
+func (h *Host) NowMs() int64 { return h.nowMs() }
+
+// Blobs is the host's content store.
+func (h *Host) Blobs() blob.Store { return h.opt.Blobs }
+
+// Log is the host's session log.
+func (h *Host) Log() store.SessionLog { return h.opt.Log }
+
+// ErrHostClosed is returned once Close has been called.
+var ErrHostClosed = errors.New("host is closed")

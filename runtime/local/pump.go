@@ -1,0 +1,193 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/provider"
+	"github.com/cairn-agents/cairn/runtime"
+)
+
+// pump persists every step the core takes on its own and dispatches the work
+// it asks for, until the session waits for a result or a command.
+// The caller holds s.mu.
+func (h *Host) pump(s *session) {
+	for h.ctx.Err() == nil {
+		in := s.drive.Next(h.nowMs())
+		switch in.Kind {
+		case core.IntentAppend:
+			if err := h.commit(s, in); err != nil {
+				h.opt.Logger.Error("appending session events failed; retrying", "session", s.id, "err", err)
+				h.retryPumpLater(s)
+				return
+			}
+		case core.IntentGenerate:
+			h.dispatchGenerate(s, *in.Generate)
+			return
+		case core.IntentInvokeTools:
+			for _, c := range in.Tools.Calls {
+				h.dispatchTool(s, in.Tools.RunID, in.Tools.Turn, c)
+			}
+			return
+		default:
+			return
+		}
+	}
+}
+
+func (h *Host) retryPumpLater(s *session) {
+	h.work.Add(1)
+	go func() {
+		defer h.work.Done()
+		select {
+		case <-h.ctx.Done():
+		case <-time.After(time.Second):
+			s.mu.Lock()
+			h.pump(s)
+			s.mu.Unlock()
+		}
+	}()
+}
+
+func flightKey(runID string, turn int, callID string) string {
+	return runID + "/" + strconv.Itoa(turn) + "/" + callID
+}
+
+func (h *Host) dispatchGenerate(s *session, w core.GenerateWork) {
+	key := flightKey(w.RunID, w.Turn, "")
+	if s.inflight[key] != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(h.ctx)
+	s.inflight[key] = &flight{runID: w.RunID, turn: w.Turn, cancel: cancel}
+	h.work.Add(1)
+	go func() {
+		defer h.work.Done()
+		defer cancel()
+		res, err := h.generateWithRetry(ctx, s.id, w)
+		if ctx.Err() != nil {
+			return // cancelled: the result is discarded
+		}
+		if err != nil {
+			h.opt.Logger.Warn("generation failed", "session", s.id, "run", w.RunID, "turn", w.Turn, "err", err)
+			res = runtime.FailedGeneration(w, err)
+		}
+		h.deliver(s, key, res)
+	}()
+}
+
+// generateWithRetry makes one provider attempt per try, retrying retryable
+// provider errors with exponential backoff, honouring Retry-After.
+func (h *Host) generateWithRetry(ctx context.Context, sessionID string, w core.GenerateWork) (core.GenerationResult, error) {
+	delay := h.opt.Retry.BaseDelay
+	for attempt := 1; ; attempt++ {
+		res, err := h.opt.Executor.Generate(ctx, sessionID, w)
+		var pe *provider.Error
+		if err == nil || !errors.As(err, &pe) || !pe.Retryable || attempt >= h.opt.Retry.MaxAttempts {
+			return res, err
+		}
+		wait := delay
+		if pe.RetryAfter > 0 {
+			wait = pe.RetryAfter
+		}
+		wait = min(wait, h.opt.Retry.MaxDelay)
+		h.opt.Logger.Info("retrying generation", "session", sessionID, "run", w.RunID, "attempt", attempt, "wait", wait, "err", err)
+		select {
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case <-time.After(wait):
+		}
+		delay = min(delay*2, h.opt.Retry.MaxDelay)
+	}
+}
+
+func (h *Host) dispatchTool(s *session, runID string, turn int, call core.ToolCall) {
+	key := flightKey(runID, turn, call.CallID)
+	if s.inflight[key] != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(h.ctx)
+	s.inflight[key] = &flight{runID: runID, turn: turn, callID: call.CallID, cancel: cancel}
+	h.work.Add(1)
+	go func() {
+		defer h.work.Done()
+		defer cancel()
+		res, err := h.opt.Executor.InvokeTool(ctx, runID, turn, call)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			h.opt.Logger.Error("tool call failed at the runtime boundary", "session", s.id, "call", call.CallID, "err", err)
+			res = core.ToolResult{RunID: runID, Turn: turn, CallID: call.CallID, Status: core.CallFailed,
+				Result: core.EntryInput{Content: core.ToolFailedRef, TokenEstimate: provider.Estimate(core.ToolFailedBytes), Preview: "tool failed"}}
+		}
+		h.deliver(s, key, res)
+	}()
+}
+
+// deliver admits a finished piece of work. A stale result (its run was
+// cancelled meanwhile) is dropped.
+func (h *Host) deliver(s *session, key string, cmd core.Command) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inflight[key] == nil {
+		return // cancelled after it finished
+	}
+	delete(s.inflight, key)
+	_, err := h.admitAndCommit(s, withTime(cmd, h.nowMs()))
+	var rej *core.Rejection
+	if errors.As(err, &rej) && rej.Kind == core.RejectStaleResult {
+		h.opt.Logger.Info("discarding stale result", "session", s.id, "work", key)
+	} else if err != nil {
+		h.opt.Logger.Error("admitting result failed", "session", s.id, "work", key, "err", err)
+	}
+	h.pump(s)
+}
+
+func withTime(cmd core.Command, at int64) core.Command {
+	switch c := cmd.(type) {
+	case core.GenerationResult:
+		c.AtMs = at
+		return c
+	case core.ToolResult:
+		c.AtMs = at
+		return c
+	}
+	return cmd
+}
+
+// admitAndCommit admits a command and appends its proposals. Any earlier
+// pending step is flushed first. If the append fails, nothing changes.
+// The caller holds s.mu.
+func (h *Host) admitAndCommit(s *session, cmd core.Command) (core.Admission, error) {
+	h.flush(s)
+	adm, err := s.drive.Admit(cmd)
+	if err != nil {
+		return adm, err
+	}
+	if len(adm.Proposals) == 0 {
+		return adm, nil
+	}
+	if err := h.commit(s, s.drive.Next(h.nowMs())); err != nil {
+		return core.Admission{}, err
+	}
+	return adm, nil
+}
+
+// flush commits steps the core proposed on its own, so a command is admitted
+// against the latest state.
+func (h *Host) flush(s *session) {
+	for {
+		in := s.drive.Next(h.nowMs())
+		if in.Kind != core.IntentAppend {
+			return
+		}
+		if err := h.commit(s, in); err != nil {
+			return
+		}
+	}
+}
+

@@ -1,0 +1,84 @@
+// Package runtime holds the effect executors every host shares: they load
+// bytes from CAS, call a provider adapter or a tool, write what comes back to
+// CAS and return facts and refs as core commands. Hosts (runtime/local,
+// runtime/temporal) decide when to run them; executors decide nothing.
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/cairn-agents/cairn/provider"
+)
+
+// Tool is a model-facing tool.
+type Tool interface {
+	Definition() provider.Tool
+	// Invoke runs the tool on its raw JSON arguments. A returned error means the
+	// runtime failed to run the tool; a result the model should see as an
+	// error is a ToolOutput with IsError set.
+	Invoke(ctx context.Context, args json.RawMessage) (ToolOutput, error)
+}
+
+// ToolOutput is what a tool hands back to the model.
+type ToolOutput struct {
+	Content   []byte
+	MediaType string // defaults to text/plain
+	IsError   bool
+}
+
+// Tools is a registry of tools by name.
+type Tools struct{ byName map[string]Tool }
+
+// NewTools registers tools; a duplicate name is an error.
+func NewTools(tools ...Tool) (*Tools, error) {
+	r := &Tools{byName: map[string]Tool{}}
+	for _, t := range tools {
+		name := t.Definition().Name
+		if name == "" {
+			return nil, fmt.Errorf("tool with empty name")
+		}
+		if _, dup := r.byName[name]; dup {
+			return nil, fmt.Errorf("tool %q registered twice", name)
+		}
+		r.byName[name] = t
+	}
+	return r, nil
+}
+
+// Lookup returns the tool named name.
+func (r *Tools) Lookup(name string) (Tool, bool) {
+	if r == nil {
+		return nil, false
+	}
+	t, ok := r.byName[name]
+	return t, ok
+}
+
+// Definitions returns the definitions of the granted tools in grant order;
+// granted names with no registered tool are left out (calls to them get the
+// "unavailable" result).
+func (r *Tools) Definitions(granted []string) []provider.Tool {
+	var out []provider.Tool
+	for _, name := range granted {
+		if t, ok := r.Lookup(name); ok {
+			out = append(out, t.Definition())
+		}
+	}
+	return out
+}
+
+// Names lists the registered tool names, sorted.
+func (r *Tools) Names() []string {
+	if r == nil {
+		return nil
+	}
+	out := make([]string, 0, len(r.byName))
+	for n := range r.byName {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}

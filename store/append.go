@@ -1,0 +1,86 @@
+package store
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"unicode/utf8"
+
+	"github.com/cairn-agents/cairn/content"
+	"github.com/cairn-agents/cairn/core"
+)
+
+// ErrInvalidAppend is matched by errors for Append requests that no backend
+// would accept (bad session id, negative head, no proposals, bad payload).
+var ErrInvalidAppend = errors.New("invalid append")
+
+// MaxSessionIDLen bounds session ids so every backend can index them.
+const MaxSessionIDLen = 256
+
+// ValidateSessionID accepts non-empty UTF-8 ids of at most MaxSessionIDLen bytes.
+func ValidateSessionID(id string) error {
+	if id == "" || len(id) > MaxSessionIDLen || !utf8.ValidString(id) {
+		return fmt.Errorf("%w: session id %q must be 1–%d bytes of UTF-8", ErrInvalidAppend, id, MaxSessionIDLen)
+	}
+	return nil
+}
+
+// PrepareAppend checks an Append request the same way in every backend and
+// returns the sorted, de-duplicated union of the exact blob refs in its
+// payloads: the digests that must exist and become session roots.
+func PrepareAppend(sessionID string, expectedHead int64, proposals []core.Proposal) ([]content.Digest, error) {
+	if err := ValidateSessionID(sessionID); err != nil {
+		return nil, err
+	}
+	if expectedHead < 0 {
+		return nil, fmt.Errorf("%w: negative expected head %d", ErrInvalidAppend, expectedHead)
+	}
+	if len(proposals) == 0 {
+		return nil, fmt.Errorf("%w: no proposals", ErrInvalidAppend)
+	}
+	var refs []content.Digest
+	for i, p := range proposals {
+		if p.Kind == "" {
+			return nil, fmt.Errorf("%w: proposal %d has no kind", ErrInvalidAppend, i)
+		}
+		// Payloads are stored byte for byte, so they must already be one JSON value.
+		if !json.Valid(p.Payload) {
+			return nil, fmt.Errorf("%w: proposal %d (%s) payload is not valid JSON", ErrInvalidAppend, i, p.Kind)
+		}
+		ds, err := content.ExtractRefs(p.Payload)
+		if err != nil {
+			return nil, fmt.Errorf("%w: proposal %d (%s): %v", ErrInvalidAppend, i, p.Kind, err)
+		}
+		refs = append(refs, ds...)
+	}
+	content.SortDigests(refs)
+	return slices.Compact(refs), nil
+}
+
+// Commit assigns seqs after head to the proposals. The returned events share
+// no memory with the proposals, so callers may keep them.
+func Commit(head int64, proposals []core.Proposal) []core.Event {
+	out := make([]core.Event, len(proposals))
+	for i, p := range proposals {
+		out[i] = CloneEvent(p.Committed(head + int64(i) + 1))
+	}
+	return out
+}
+
+// Project folds events into the catalog projection of sessionID. The catalog
+// is keyed by the id the events were appended under, whatever a payload says.
+func Project(l core.Lifecycle, sessionID string, events []core.Event) core.Lifecycle {
+	for _, ev := range events {
+		l = core.ProjectLifecycle(l, ev)
+	}
+	l.SessionID = sessionID
+	return l
+}
+
+// CloneEvent deep-copies the slices of ev (empty-but-present joins stay present).
+func CloneEvent(ev core.Event) core.Event {
+	ev.Joins = slices.Clone(ev.Joins)
+	ev.Payload = slices.Clone(ev.Payload)
+	return ev
+}

@@ -1,0 +1,185 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+
+	"github.com/cairn-agents/cairn/blob"
+	"github.com/cairn-agents/cairn/content"
+	"github.com/cairn-agents/cairn/core"
+)
+
+// Memory is a SessionLog held in process memory, for tests. It checks refs
+// against the blob store it was given. Safe for concurrent use.
+type Memory struct {
+	blobs blob.Store
+
+	mu       sync.RWMutex
+	sessions map[string]*memSession
+}
+
+type memSession struct {
+	events    []core.Event
+	lifecycle core.Lifecycle
+	roots     map[content.Digest]struct{}
+}
+
+var _ SessionLog = (*Memory)(nil)
+
+// NewMemory returns an empty log whose appends require their refs in blobs.
+func NewMemory(blobs blob.Store) *Memory {
+	return &Memory{blobs: blobs, sessions: map[string]*memSession{}}
+}
+
+// Append implements SessionLog.
+func (m *Memory) Append(ctx context.Context, sessionID string, expectedHead int64, proposals []core.Proposal) ([]core.Event, error) {
+	refs, err := PrepareAppend(sessionID, expectedHead, proposals)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.sessions[sessionID]
+	var head int64
+	if s != nil {
+		head = s.lifecycle.Head
+	}
+	if head != expectedHead {
+		return nil, &HeadConflictError{SessionID: sessionID, Expected: expectedHead, Actual: head}
+	}
+	// Checked under the log's lock so the check and the commit are one step
+	// as far as other appenders are concerned.
+	missing, err := m.blobs.Missing(ctx, refs)
+	if err != nil {
+		return nil, fmt.Errorf("append %s: check refs: %w", sessionID, err)
+	}
+	if len(missing) > 0 {
+		return nil, &blob.MissingError{Digests: missing}
+	}
+	if s == nil {
+		s = &memSession{lifecycle: core.Lifecycle{SessionID: sessionID}, roots: map[content.Digest]struct{}{}}
+		m.sessions[sessionID] = s
+	}
+	events := Commit(head, proposals)
+	for _, ev := range events {
+		s.events = append(s.events, CloneEvent(ev))
+	}
+	for _, d := range refs {
+		s.roots[d] = struct{}{}
+	}
+	s.lifecycle = Project(s.lifecycle, sessionID, events)
+	return events, nil
+}
+
+// ReadAfter implements SessionLog.
+func (m *Memory) ReadAfter(ctx context.Context, sessionID string, after int64, limit int) ([]core.Event, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	s, ok := m.sessions[sessionID]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrSessionNotFound, sessionID)
+	}
+	// seq n lives at index n-1.
+	lo := min(max(after, 0), int64(len(s.events)))
+	hi := int64(len(s.events))
+	if limit > 0 {
+		hi = min(hi, lo+int64(limit))
+	}
+	return cloneEvents(s.events[lo:hi]), nil
+}
+
+// ReadBefore implements SessionLog.
+func (m *Memory) ReadBefore(ctx context.Context, sessionID string, before int64, limit int) ([]core.Event, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	s, ok := m.sessions[sessionID]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrSessionNotFound, sessionID)
+	}
+	hi := min(max(before-1, 0), int64(len(s.events)))
+	var lo int64
+	if limit > 0 {
+		lo = max(hi-int64(limit), 0)
+	}
+	return cloneEvents(s.events[lo:hi]), nil
+}
+
+// Session implements SessionLog.
+func (m *Memory) Session(ctx context.Context, sessionID string) (core.Lifecycle, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	s, ok := m.sessions[sessionID]
+	if !ok {
+		return core.Lifecycle{}, fmt.Errorf("%w: %s", ErrSessionNotFound, sessionID)
+	}
+	return s.lifecycle, nil
+}
+
+// Sessions implements SessionLog.
+func (m *Memory) Sessions(ctx context.Context, afterID string, limit int) ([]core.Lifecycle, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	ids := m.sortedIDs()
+	start := sort.SearchStrings(ids, afterID)
+	if start < len(ids) && ids[start] == afterID {
+		start++
+	}
+	ids = ids[start:]
+	if limit > 0 && len(ids) > limit {
+		ids = ids[:limit]
+	}
+	out := make([]core.Lifecycle, len(ids))
+	for i, id := range ids {
+		out[i] = m.sessions[id].lifecycle
+	}
+	return out, nil
+}
+
+// Unfinished implements SessionLog.
+func (m *Memory) Unfinished(ctx context.Context) ([]string, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var out []string
+	for _, id := range m.sortedIDs() {
+		if m.sessions[id].lifecycle.Unfinished() {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+// Roots returns the sorted digests referenced by the session's events.
+func (m *Memory) Roots(ctx context.Context, sessionID string) ([]content.Digest, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	s, ok := m.sessions[sessionID]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrSessionNotFound, sessionID)
+	}
+	out := make([]content.Digest, 0, len(s.roots))
+	for d := range s.roots {
+		out = append(out, d)
+	}
+	content.SortDigests(out)
+	return out, nil
+}
+
+func (m *Memory) sortedIDs() []string {
+	ids := make([]string, 0, len(m.sessions))
+	for id := range m.sessions {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func cloneEvents(evs []core.Event) []core.Event {
+	out := make([]core.Event, len(evs))
+	for i, ev := range evs {
+		out[i] = CloneEvent(ev)
+	}
+	return out
+}

@@ -1,0 +1,178 @@
+package sqlite
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/cairn-agents/cairn/blob"
+	"github.com/cairn-agents/cairn/content"
+	"github.com/cairn-agents/cairn/objstore"
+)
+
+// Put implements blob.Store. Known bytes are never rewritten, only their
+// touched time renewed. A large body is written to its own fresh object key
+// before its row exists, so a row always points at a complete body.
+func (s *Store) Put(ctx context.Context, data []byte) (content.Digest, error) {
+	d := content.Sum(data)
+	now := s.nowMs()
+	if len(data) <= InlineMax {
+		if data == nil {
+			data = []byte{} // nil would bind as NULL, which means "not inline"
+		}
+		_, err := s.writer.ExecContext(ctx, `INSERT INTO blobs
+			(universe, digest, size, inline, created_at_ms, touched_at_ms) VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT (universe, digest) DO UPDATE SET touched_at_ms = max(touched_at_ms, excluded.touched_at_ms)`,
+			s.universe, d.String(), len(data), data, now, now)
+		if err != nil {
+			return content.Digest{}, fmt.Errorf("sqlite: put blob %s: %w", d, err)
+		}
+		return d, nil
+	}
+
+	// Avoid writing a large body that is already stored.
+	res, err := s.writer.ExecContext(ctx, `UPDATE blobs SET touched_at_ms = max(touched_at_ms, ?)
+		WHERE universe = ? AND digest = ?`, now, s.universe, d.String())
+	if err != nil {
+		return content.Digest{}, fmt.Errorf("sqlite: put blob %s: %w", d, err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n > 0 {
+		return d, nil
+	}
+
+	key, err := s.objectKey(d)
+	if err != nil {
+		return content.Digest{}, err
+	}
+	if err := s.objects.Put(ctx, key, data); err != nil {
+		return content.Digest{}, fmt.Errorf("sqlite: put blob %s: %w", d, err)
+	}
+	if s.testHookBeforeInsert != nil {
+		s.testHookBeforeInsert()
+	}
+	// RETURNING yields the winning row's key: ours, or a racing writer's.
+	var stored sql.NullString
+	err = s.writer.QueryRowContext(ctx, `INSERT INTO blobs
+		(universe, digest, size, object_key, created_at_ms, touched_at_ms) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (universe, digest) DO UPDATE SET touched_at_ms = max(touched_at_ms, excluded.touched_at_ms)
+		RETURNING object_key`,
+		s.universe, d.String(), len(data), key, now, now).Scan(&stored)
+	if err != nil || stored.String != key {
+		// Our object is unreferenced: remove it even if ctx was cancelled.
+		if delErr := s.objects.Delete(context.WithoutCancel(ctx), key); delErr != nil && err == nil {
+			err = fmt.Errorf("remove duplicate object: %w", delErr)
+		}
+	}
+	if err != nil {
+		return content.Digest{}, fmt.Errorf("sqlite: put blob %s: %w", d, err)
+	}
+	return d, nil
+}
+
+// objectKey names a fresh object: "<universe>/<2 hex>/<hex>-<upload id>".
+// The random upload id means no two uploads share a physical key, so a
+// re-upload after retention removed a blob never overwrites a body that a
+// slow deleter or reader may still be looking at.
+func (s *Store) objectKey(d content.Digest) (string, error) {
+	var id [8]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return "", fmt.Errorf("sqlite: upload id: %w", err)
+	}
+	h := d.Hex()
+	return s.universe + "/" + h[:2] + "/" + h + "-" + hex.EncodeToString(id[:]), nil
+}
+
+// Get implements blob.Store; the bytes are re-hashed before they are returned.
+// Reading does not renew a blob's touched time.
+func (s *Store) Get(ctx context.Context, d content.Digest) ([]byte, error) {
+	var size int64
+	var inline []byte
+	var key sql.NullString
+	err := s.reader.QueryRowContext(ctx, `SELECT size, inline, object_key FROM blobs WHERE universe = ? AND digest = ?`,
+		s.universe, d.String()).Scan(&size, &inline, &key)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, &blob.NotFoundError{Digest: d}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: get blob %s: %w", d, err)
+	}
+	data := inline
+	if key.Valid {
+		data, err = s.objects.Get(ctx, key.String)
+		if errors.Is(err, objstore.ErrNotFound) {
+			return nil, fmt.Errorf("%w: %s: its body %q is gone from objects/", blob.ErrCorrupt, d, key.String)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: get blob %s: %w", d, err)
+		}
+	}
+	if int64(len(data)) != size {
+		return nil, fmt.Errorf("%w: %s: %d bytes stored, %d recorded", blob.ErrCorrupt, d, len(data), size)
+	}
+	if err := blob.Verify(d, data); err != nil {
+		return nil, err
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	return data, nil
+}
+
+// Missing implements blob.Store.
+func (s *Store) Missing(ctx context.Context, ds []content.Digest) ([]content.Digest, error) {
+	if len(ds) == 0 {
+		return nil, nil
+	}
+	raw, err := digestsJSON(ds)
+	if err != nil {
+		return nil, err
+	}
+	missing, err := missingIn(ctx, s.reader, s.universe, raw)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: missing: %w", err)
+	}
+	return missing, nil
+}
+
+// missingIn returns the digests of the JSON array digestsJSON that have no
+// blobs row, sorted and unique (string order equals byte order for digests).
+func missingIn(ctx context.Context, q interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}, universe, digestsJSON string) ([]content.Digest, error) {
+	rows, err := q.QueryContext(ctx, `SELECT DISTINCT j.value FROM json_each(?) AS j
+		WHERE NOT EXISTS (SELECT 1 FROM blobs AS b WHERE b.universe = ? AND b.digest = j.value)
+		ORDER BY j.value`, digestsJSON, universe)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var strs []string
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		strs = append(strs, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(strs) == 0 {
+		return nil, nil
+	}
+	return parseDigests(strs)
+}
+
+// Usage implements blob.Store.
+func (s *Store) Usage(ctx context.Context) (blob.Usage, error) {
+	var u blob.Usage
+	err := s.reader.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(size), 0) FROM blobs WHERE universe = ?`,
+		s.universe).Scan(&u.Blobs, &u.Bytes)
+	if err != nil {
+		return blob.Usage{}, fmt.Errorf("sqlite: usage: %w", err)
+	}
+	return u, nil
+}

@@ -1,0 +1,143 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrSchemaTooNew is returned by Open for a database written by a newer Cairn.
+var ErrSchemaTooNew = errors.New("database schema is newer than this binary")
+
+// migration is one schema step. Steps are append-only: never edit a released
+// one, add the next version instead.
+type migration struct {
+	version int
+	sql     string
+}
+
+// Every data table keys on universe first so hosted multi-tenancy needs no
+// schema change. schema_migrations describes the file, not a tenant's data,
+// so it has no universe.
+var migrations = []migration{
+	{version: 1, sql: `
+CREATE TABLE sessions (
+	universe       TEXT    NOT NULL DEFAULT 'default',
+	session_id     TEXT    NOT NULL,
+	head           INTEGER NOT NULL,
+	status         TEXT    NOT NULL,
+	has_unfinished INTEGER NOT NULL, -- core.Lifecycle.Unfinished(), indexed for Unfinished()
+	created_at_ms  INTEGER NOT NULL,
+	updated_at_ms  INTEGER NOT NULL,
+	lifecycle      TEXT    NOT NULL, -- JSON of core.Lifecycle, the projection itself
+	PRIMARY KEY (universe, session_id)
+) WITHOUT ROWID;
+
+CREATE INDEX sessions_unfinished ON sessions (universe, session_id) WHERE has_unfinished = 1;
+
+CREATE TABLE events (
+	universe       TEXT    NOT NULL DEFAULT 'default',
+	session_id     TEXT    NOT NULL,
+	seq            INTEGER NOT NULL,
+	observed_at_ms INTEGER NOT NULL,
+	kind           TEXT    NOT NULL,
+	version        INTEGER NOT NULL,
+	joins          TEXT,             -- JSON array of strings; NULL when absent
+	payload        BLOB    NOT NULL, -- the proposal's bytes, unchanged
+	PRIMARY KEY (universe, session_id, seq),
+	FOREIGN KEY (universe, session_id) REFERENCES sessions (universe, session_id)
+);
+
+CREATE TABLE blobs (
+	universe      TEXT    NOT NULL DEFAULT 'default',
+	digest        TEXT    NOT NULL, -- "sha256:<hex>"
+	size          INTEGER NOT NULL,
+	inline        BLOB,             -- the bytes, for blobs of at most 64 KiB
+	object_key    TEXT,             -- objects/ key, for larger blobs
+	created_at_ms INTEGER NOT NULL,
+	touched_at_ms INTEGER NOT NULL, -- last Put; retention's grace clock
+	PRIMARY KEY (universe, digest),
+	CHECK ((inline IS NULL) <> (object_key IS NULL))
+);
+
+CREATE TABLE session_roots (
+	universe   TEXT NOT NULL DEFAULT 'default',
+	session_id TEXT NOT NULL,
+	digest     TEXT NOT NULL,
+	PRIMARY KEY (universe, session_id, digest),
+	FOREIGN KEY (universe, session_id) REFERENCES sessions (universe, session_id)
+) WITHOUT ROWID;
+
+-- Retention asks whether any session roots a digest.
+CREATE INDEX session_roots_digest ON session_roots (universe, digest);
+`},
+}
+
+// SchemaVersion is the version Open migrates a database to.
+func SchemaVersion() int { return migrations[len(migrations)-1].version }
+
+// migrate applies every missing migration, each in its own immediate
+// transaction that re-checks the version, so two processes opening the same
+// new database apply each step once.
+func migrate(ctx context.Context, db *sql.DB, now func() time.Time) error {
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version       INTEGER PRIMARY KEY,
+		applied_at_ms INTEGER NOT NULL
+	)`); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	current, err := appliedVersion(ctx, db)
+	if err != nil {
+		return err
+	}
+	if current > SchemaVersion() {
+		return fmt.Errorf("%w: database at version %d, binary knows up to %d", ErrSchemaTooNew, current, SchemaVersion())
+	}
+	for _, m := range migrations {
+		if m.version <= current {
+			continue
+		}
+		if err := applyMigration(ctx, db, m, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func appliedVersion(ctx context.Context, q interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}) (int, error) {
+	var v int
+	if err := q.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("migrate: read version: %w", err)
+	}
+	return v, nil
+}
+
+func applyMigration(ctx context.Context, db *sql.DB, m migration, now func() time.Time) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("migrate to %d: %w", m.version, err)
+	}
+	defer func() { _ = tx.Rollback() }() // a no-op after Commit
+	current, err := appliedVersion(ctx, tx)
+	if err != nil {
+		return err
+	}
+	if current >= m.version {
+		return nil // another process got here first
+	}
+	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+		return fmt.Errorf("migrate to %d: %w", m.version, err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at_ms) VALUES (?, ?)`,
+		m.version, now().UnixMilli()); err != nil {
+		return fmt.Errorf("migrate to %d: %w", m.version, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("migrate to %d: %w", m.version, err)
+	}
+	return nil
+}

@@ -1,0 +1,44 @@
+// Package view derives what clients read from the retained facts and bytes:
+// run outputs, display text, transcripts. Views never write.
+package view
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/cairn-agents/cairn/blob"
+	"github.com/cairn-agents/cairn/content"
+	"github.com/cairn-agents/cairn/provider/chat"
+)
+
+// BlobReader is the part of a blob store a projection needs; an API client
+// can provide it too.
+type BlobReader interface {
+	Get(ctx context.Context, d content.Digest) ([]byte, error)
+}
+
+var _ BlobReader = blob.Store(nil)
+
+// ProjectText returns the visible text of stored content: provider-native
+// material through its adapter's projection, plain text as itself. Media
+// without a text form yields "" rather than invented text.
+func ProjectText(ctx context.Context, blobs BlobReader, ref content.ContentRef) (string, error) {
+	data, err := blobs.Get(ctx, ref.Digest)
+	if err != nil {
+		return "", err
+	}
+	switch ref.ProviderKind {
+	case chat.ProviderKindMessage:
+		return chat.ProjectText(data)
+	case chat.ProviderKindReasoning:
+		return chat.ProjectReasoning(data)
+	case "":
+		if strings.HasPrefix(ref.MediaType, "text/") && utf8.Valid(data) {
+			return string(data), nil
+		}
+		return "", nil
+	}
+	return "", fmt.Errorf("no text projection for provider kind %q", ref.ProviderKind)
+}
