@@ -10,6 +10,7 @@ import (
 	"github.com/cairn-agents/cairn/content"
 	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/provider"
+	"github.com/cairn-agents/cairn/provider/endpoint"
 )
 
 // Executor runs generations and tool calls for any host.
@@ -55,8 +56,12 @@ func (x *Executor) Generate(ctx context.Context, sessionID string, w core.Genera
 func FailedGeneration(w core.GenerateWork, err error) core.GenerationResult {
 	f := core.Failure{Kind: "model_call_failed", Message: "the model call failed at the runtime boundary", Ref: &core.ModelFailedRef}
 	var pe *provider.Error
-	if errors.As(err, &pe) {
+	switch {
+	case errors.As(err, &pe):
 		f = core.Failure{Kind: "provider_error", Message: pe.Error()}
+	case errors.Is(err, endpoint.ErrMissingKey), errors.Is(err, endpoint.ErrUnknownProvider), errors.Is(err, endpoint.ErrConfig):
+		// Endpoint errors name what to configure and never carry a secret.
+		f = core.Failure{Kind: "endpoint_unavailable", Message: err.Error()}
 	}
 	return core.GenerationResult{RunID: w.RunID, Turn: w.Turn, Finish: "error", Failure: &f}
 }

@@ -190,4 +190,3 @@ func (h *Host) flush(s *session) {
 		}
 	}
 }
-
