@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/spf13/cobra v1.10.2
 	modernc.org/sqlite v1.62.0
+	pgregory.net/rapid v1.3.0
 )
 
 require (

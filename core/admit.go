@@ -277,12 +277,18 @@ func admitAppendContext(s *State, c AppendContext) (Admission, error) {
 			if in.Role != RoleUser && in.Role != RoleAssistant {
 				return Admission{}, reject(RejectInvalidInput, "message role %q is not user or assistant", in.Role)
 			}
+			if strings.HasPrefix(in.Key, InstructionKeyPrefix) {
+				return Admission{}, reject(RejectInvalidInput, "key %q is in the instructions namespace; messages may not use it", in.Key)
+			}
 		case EntryInstructions:
 			if !strings.HasPrefix(in.Key, InstructionKeyPrefix) || len(in.Key) == len(InstructionKeyPrefix) {
 				return Admission{}, reject(RejectInvalidInput, "instructions need a key under %q, got %q", InstructionKeyPrefix, in.Key)
 			}
 		default:
 			return Admission{}, reject(RejectInvalidInput, "entry kind %q cannot be appended through the API (use message or instructions)", in.Kind)
+		}
+		if cur, ok := s.EntryByKey(in.Key); in.Key != "" && ok && cur.Kind != in.Kind {
+			return Admission{}, reject(RejectInvalidInput, "key %q belongs to a %s entry; a keyed entry replaces only one of its own kind", in.Key, cur.Kind)
 		}
 		entries[i] = in
 	}

@@ -67,12 +67,14 @@ func (s *State) applyEntries(entries []Entry) error {
 		if e.ID == "" {
 			return fmt.Errorf("entry without id")
 		}
-		if _, dup := s.EntryByID(e.ID); dup {
+		if _, dup := s.entryIDs[e.ID]; dup {
 			return fmt.Errorf("duplicate entry id %s", e.ID)
 		}
 		s.nextEntry++
+		s.entryIDs[e.ID] = struct{}{}
 		if e.Key != "" && e.Kind != EntryCatalog {
 			if i := s.indexOfKey(e.Key); i >= 0 {
+				delete(s.entryIDs, s.entries[i].ID)
 				s.entries[i] = e
 				continue
 			}
@@ -111,30 +113,25 @@ func (s *State) trimSuperseded(key string) {
 	for _, i := range versions[:excess] {
 		drop[i] = true
 	}
-	kept := s.entries[:0]
-	for i, e := range s.entries {
-		if !drop[i] {
-			kept = append(kept, e)
-		}
-	}
-	s.entries = kept
+	s.keepEntries(func(i int, _ Entry) bool { return !drop[i] })
 }
 
 func (s *State) removeEntries(ids []string) {
-	kept := s.entries[:0]
-	for _, e := range s.entries {
-		if !contains(ids, e.ID) {
-			kept = append(kept, e)
-		}
-	}
-	s.entries = kept
+	s.keepEntries(func(_ int, e Entry) bool { return !contains(ids, e.ID) })
 }
 
 func (s *State) removeKeys(keys []string) {
+	s.keepEntries(func(_ int, e Entry) bool { return e.Key == "" || !contains(keys, e.Key) })
+}
+
+// keepEntries keeps the entries for which keep is true, in order.
+func (s *State) keepEntries(keep func(i int, e Entry) bool) {
 	kept := s.entries[:0]
-	for _, e := range s.entries {
-		if e.Key == "" || !contains(keys, e.Key) {
+	for i, e := range s.entries {
+		if keep(i, e) {
 			kept = append(kept, e)
+		} else {
+			delete(s.entryIDs, e.ID)
 		}
 	}
 	s.entries = kept

@@ -66,6 +66,9 @@ func ProjectLifecycle(l Lifecycle, ev Event) Lifecycle {
 			if l.QueuedRuns > 0 {
 				l.QueuedRuns--
 			}
+			if p.RunID == l.LastRunID {
+				l.LastRunStatus = StatusRunning // it was "queued"
+			}
 		}
 	case KindRunCompleted, KindRunFailed, KindRunCancelled:
 		var p RunStarted // every terminal payload starts with runId

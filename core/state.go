@@ -18,6 +18,7 @@ type State struct {
 	Revision int64
 	// entries are in recorded order; Context() puts instructions first.
 	entries   []Entry
+	entryIDs  map[string]struct{} // ids of entries, for duplicate checks
 	nextEntry int64
 
 	runs        map[string]*Run
@@ -72,7 +73,7 @@ type Call struct {
 
 // NewState returns the state of a session with no events.
 func NewState() *State {
-	return &State{runs: map[string]*Run{}, submissions: map[string]string{}}
+	return &State{runs: map[string]*Run{}, submissions: map[string]string{}, entryIDs: map[string]struct{}{}}
 }
 
 // Run returns the run with the given id, or nil.

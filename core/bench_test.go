@@ -1,0 +1,124 @@
+package core_test
+
+import (
+	"testing"
+
+	"github.com/cairn-agents/cairn/core"
+)
+
+// benchStore is the cheapest possible store: it assigns seqs and forgets.
+type benchStore struct{ head int64 }
+
+func (s *benchStore) commit(b *testing.B, d *core.Drive, in core.Intent) {
+	if in.ExpectedHead != s.head {
+		b.Fatalf("expected head %d, store at %d", in.ExpectedHead, s.head)
+	}
+	evs := make([]core.Event, len(in.Proposals))
+	for i, p := range in.Proposals {
+		evs[i] = p.Committed(s.head + int64(i) + 1)
+	}
+	if err := d.Committed(evs); err != nil {
+		b.Fatal(err)
+	}
+	s.head += int64(len(evs))
+}
+
+// settle commits appends until the drive wants something else.
+func (s *benchStore) settle(b *testing.B, d *core.Drive, at int64) core.Intent {
+	for {
+		in := d.Next(at)
+		if in.Kind != core.IntentAppend {
+			return in
+		}
+		s.commit(b, d, in)
+	}
+}
+
+// contextSession returns the log of an idle session whose context holds n entries.
+func contextSession(b *testing.B, n int) []core.Event {
+	h := newHarness(b, testConfig("a", "b"))
+	for h.state().EntryCount() < n {
+		h.mustAdmit(core.AppendContext{AtMs: h.tick(), Entries: []core.EntryInput{entryText(core.EntryMessage, "", "message "+itoa(h.state().EntryCount()))}})
+	}
+	return h.events
+}
+
+// BenchmarkTurn measures the engine's CPU per model turn with a zero-latency
+// provider and a 200-entry context: admit the run, plan and commit the turn,
+// admit the generation result, commit, plan and commit the run's completion.
+// Every 10 turns the session is reset to its 200-entry baseline (untimed), so
+// the context stays between 200 and 220 entries.
+func BenchmarkTurn(b *testing.B) {
+	base := contextSession(b, 200)
+	answer := assistant("done")
+	var (
+		d     *core.Drive
+		store *benchStore
+	)
+	reset := func() {
+		s, err := core.Replay(base)
+		if err != nil {
+			b.Fatal(err)
+		}
+		d, store = core.NewDrive(s), &benchStore{head: s.Head}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if i%10 == 0 {
+			b.StopTimer()
+			reset()
+			b.StartTimer()
+		}
+		at := int64(i)
+		if _, err := d.Admit(core.StartRun{AtMs: at, RunID: "r" + itoa(i+1), Input: input("go")}); err != nil {
+			b.Fatal(err)
+		}
+		in := store.settle(b, d, at)
+		if in.Kind != core.IntentGenerate {
+			b.Fatalf("intent %s", in.Kind)
+		}
+		g := in.Generate
+		if _, err := d.Admit(core.GenerationResult{AtMs: at, RunID: g.RunID, Turn: g.Turn, Entries: []core.EntryInput{answer}, Finish: "stop"}); err != nil {
+			b.Fatal(err)
+		}
+		if in := store.settle(b, d, at); in.Kind != core.IntentIdle {
+			b.Fatalf("intent %s", in.Kind)
+		}
+	}
+}
+
+// replaySession builds a log of exactly n events from runs with a tool round each.
+func replaySession(b *testing.B, n int) []core.Event {
+	h := newHarness(b, testConfig("a"))
+	for i := 1; len(h.events) < n; i++ {
+		h.mustAdmit(core.StartRun{AtMs: h.tick(), RunID: "r" + itoa(i), Input: input("question " + itoa(i))})
+		h.callTools(call("c"+itoa(i), "a"))
+		w := h.expectTools()
+		h.mustAdmit(toolResult(h.tick(), w, w.Calls[0].CallID, core.CallOK, `{"ok":true}`))
+		if i%5 == 0 {
+			h.mustAdmit(core.Steer{AtMs: h.tick(), SteeringID: "s" + itoa(i), Input: input("also this")})
+		}
+		h.answer("answer " + itoa(i))
+		if i%5 == 0 {
+			h.answer("answer to steering " + itoa(i))
+		}
+	}
+	return h.events[:n] // every prefix of a log is a valid log
+}
+
+// BenchmarkReplay10k measures a full replay of a 10,000-event session.
+func BenchmarkReplay10k(b *testing.B) {
+	events := replaySession(b, 10_000)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		s, err := core.Replay(events)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if s.Head != 10_000 {
+			b.Fatalf("head %d", s.Head)
+		}
+	}
+}

@@ -1,0 +1,284 @@
+package core_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cairn-agents/cairn/core"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+const (
+	goldenDir = "testdata/events"
+	goldenLog = "testdata/golden-session.jsonl"
+)
+
+// goldenScenario is a deterministic session that writes every event kind.
+func goldenScenario(t *testing.T) *harness {
+	h := newHarness(t, testConfig("search"))
+	h.mustAdmit(core.AppendContext{AtMs: h.tick(), Entries: []core.EntryInput{
+		entryText(core.EntryMessage, "note", "remember acorn"),
+		entryText(core.EntryInstructions, "instructions.style", "use bullet points"),
+		entryText(core.EntryMessage, "", "scratch"),
+	}, ExpectedRevision: rev(1)})
+	h.mustAdmit(core.RemoveContext{AtMs: h.tick(), Keys: []string{"note"}, EntryIDs: []string{"e4"}})
+	cfg := testConfig("search")
+	cfg.MaxTurns = 8
+	h.mustAdmit(core.ChangeConfig{AtMs: h.tick(), Config: cfg})
+
+	h.mustAdmit(core.StartRun{AtMs: h.tick(), RunID: "r1", SubmissionID: "sub-1", Input: input("Draft release notes for Acorn 2.0")})
+	h.mustAdmit(core.StartRun{AtMs: h.tick(), RunID: "r2", Input: input("and a tweet")})
+	h.mustAdmit(core.Steer{AtMs: h.tick(), SteeringID: "st-1", Input: input("mention the parser fix")})
+	g := h.expectGenerate()
+	res := generationWithCalls(h.tick(), g, call("call-1", "search"), call("call-2", "shell"))
+	res.ResponseID, res.Usage = "resp-1", core.Usage{InputTokens: 120, OutputTokens: 30, CachedInputTokens: 64}
+	h.mustAdmit(res)
+	w := h.expectTools()
+	h.mustAdmit(toolResult(h.tick(), w, "call-1", core.CallOK, `{"changes":["parser fix"]}`))
+	h.answer("Acorn 2.0: parser fix")
+
+	g = h.expectGenerate() // r2 started
+	h.mustAdmit(core.GenerationResult{AtMs: h.tick(), RunID: g.RunID, Turn: g.Turn, Finish: "error",
+		Failure: &core.Failure{Kind: "provider_error", Message: "the provider returned 500", Ref: &core.ModelFailedRef}})
+
+	h.mustAdmit(core.StartRun{AtMs: h.tick(), RunID: "r3", Input: input("one more")})
+	h.expectGenerate()
+	h.mustAdmit(core.CancelRun{AtMs: h.tick(), RunID: "r3", Reason: "user cancelled"})
+	h.mustAdmit(core.CloseSession{AtMs: h.tick(), Reason: "done"})
+	return h
+}
+
+// declaredKinds reads every Kind* constant from kinds.go, so a new event
+// kind without a fixture fails this test.
+func declaredKinds(t *testing.T) []string {
+	f, err := parser.ParseFile(token.NewFileSet(), "kinds.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, decl := range f.Decls {
+		gd, ok := decl.(*ast.GenDecl)
+		if !ok || gd.Tok != token.CONST {
+			continue
+		}
+		for _, spec := range gd.Specs {
+			vs := spec.(*ast.ValueSpec)
+			for i, name := range vs.Names {
+				if !strings.HasPrefix(name.Name, "Kind") || i >= len(vs.Values) {
+					continue
+				}
+				lit, ok := vs.Values[i].(*ast.BasicLit)
+				if !ok || lit.Kind != token.STRING {
+					continue
+				}
+				v, _ := strconv.Unquote(lit.Value)
+				kinds = append(kinds, v)
+			}
+		}
+	}
+	if len(kinds) < 22 {
+		t.Fatalf("found only %d kinds in kinds.go", len(kinds))
+	}
+	return kinds
+}
+
+func encodeEvent(t tb, ev core.Event) []byte {
+	raw, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(raw, '\n')
+}
+
+func TestGolden_EveryEventKindEncodingIsPinned(t *testing.T) {
+	h := goldenScenario(t)
+	first := map[string]core.Event{}
+	var log bytes.Buffer
+	for _, ev := range h.events {
+		if _, ok := first[ev.Kind]; !ok {
+			first[ev.Kind] = ev
+		}
+		log.Write(encodeEvent(t, ev))
+	}
+	kinds := declaredKinds(t)
+	for _, k := range kinds {
+		if _, ok := first[k]; !ok {
+			t.Errorf("the golden scenario writes no %s event", k)
+		}
+	}
+	if len(first) != len(kinds) {
+		t.Errorf("scenario wrote %d kinds, kinds.go declares %d", len(first), len(kinds))
+	}
+	if *update {
+		if err := os.MkdirAll(goldenDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		old, _ := filepath.Glob(filepath.Join(goldenDir, "*.json"))
+		for _, f := range old {
+			os.Remove(f)
+		}
+		for k, ev := range first {
+			if err := os.WriteFile(filepath.Join(goldenDir, k+".json"), encodeEvent(t, ev), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(goldenLog, log.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, k := range kinds {
+		want, err := os.ReadFile(filepath.Join(goldenDir, k+".json"))
+		if err != nil {
+			t.Errorf("%s: no fixture (run go test ./core -run Golden -update): %v", k, err)
+			continue
+		}
+		if got := encodeEvent(t, first[k]); !bytes.Equal(got, want) {
+			t.Errorf("%s encoding changed (bump its version instead of changing v1):\n got  %s want %s", k, got, want)
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(goldenDir, "*.json"))
+	if len(files) != len(kinds) {
+		t.Errorf("%d fixture files for %d kinds", len(files), len(kinds))
+	}
+	want, err := os.ReadFile(goldenLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(log.Bytes(), want) {
+		t.Errorf("the golden session log changed")
+	}
+}
+
+func readGoldenLog(t *testing.T) []core.Event {
+	f, err := os.Open(goldenLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var evs []core.Event
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var ev core.Event
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, ev)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+// payloadTypes maps each kind to its v1 payload struct.
+var payloadTypes = map[string]any{
+	core.KindSessionOpened:           core.SessionOpened{},
+	core.KindSessionConfigChanged:    core.SessionConfigChanged{},
+	core.KindSessionClosed:           core.SessionClosed{},
+	core.KindRunAccepted:             core.RunAccepted{},
+	core.KindRunStarted:              core.RunStarted{},
+	core.KindRunSteeringAccepted:     core.RunSteeringAccepted{},
+	core.KindRunCancelRequested:      core.RunCancelRequested{},
+	core.KindRunCompleted:            core.RunCompleted{},
+	core.KindRunFailed:               core.RunFailed{},
+	core.KindRunCancelled:            core.RunCancelled{},
+	core.KindTurnStarted:             core.TurnStarted{},
+	core.KindTurnPlanned:             core.TurnPlanned{},
+	core.KindTurnGenerationRequested: core.TurnGenerationRequested{},
+	core.KindTurnGenerationCompleted: core.TurnGenerationCompleted{},
+	core.KindTurnCompleted:           core.TurnCompleted{},
+	core.KindToolBatchStarted:        core.ToolBatchStarted{},
+	core.KindToolCallStarted:         core.ToolCallStarted{},
+	core.KindToolCallCompleted:       core.ToolCallCompleted{},
+	core.KindToolBatchCompleted:      core.ToolBatchCompleted{},
+	core.KindContextEntriesApplied:   core.ContextEntriesApplied{},
+	core.KindContextEntriesRemoved:   core.ContextEntriesRemoved{},
+	core.KindContextKeysRemoved:      core.ContextKeysRemoved{},
+}
+
+// Fixtures are read back without the code that wrote them: every one decodes
+// strictly into its payload type, re-encodes to the same bytes, and applies
+// via State.Apply at its place in the golden log.
+func TestGolden_FixturesDecodeAndApplyInOrder(t *testing.T) {
+	log := readGoldenLog(t)
+	s := core.NewState()
+	for _, ev := range log {
+		if err := s.Apply(ev); err != nil {
+			t.Fatalf("golden log: %v", err)
+		}
+	}
+	if !s.Closed || s.HasWork() || len(s.Runs()) != 3 {
+		t.Fatalf("golden log replays to %+v", s)
+	}
+	statuses := []string{}
+	for _, r := range s.Runs() {
+		statuses = append(statuses, r.Status)
+	}
+	requireKinds(t, statuses, core.StatusCompleted, core.StatusFailed, core.StatusCancelled)
+
+	files, err := filepath.Glob(filepath.Join(goldenDir, "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no fixtures: %v", err)
+	}
+	sort.Strings(files)
+	for _, file := range files {
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ev core.Event
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&ev); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		if ev.Kind+".json" != filepath.Base(file) || ev.Version != core.EventVersion {
+			t.Fatalf("%s holds %s v%d", file, ev.Kind, ev.Version)
+		}
+		proto, ok := payloadTypes[ev.Kind]
+		if !ok {
+			t.Fatalf("%s: no payload type for %s", file, ev.Kind)
+		}
+		p := reflect.New(reflect.TypeOf(proto))
+		pdec := json.NewDecoder(bytes.NewReader(ev.Payload))
+		pdec.DisallowUnknownFields()
+		if err := pdec.Decode(p.Interface()); err != nil {
+			t.Fatalf("%s payload: %v", file, err)
+		}
+		again, err := json.Marshal(p.Interface())
+		if err != nil || !bytes.Equal(again, ev.Payload) {
+			t.Fatalf("%s payload does not round-trip:\n file %s\n back %s", file, ev.Payload, again)
+		}
+		if got := encodeEvent(t, ev); !bytes.Equal(got, raw) {
+			t.Fatalf("%s event does not round-trip", file)
+		}
+		// It applies at its place in the log.
+		if ev.Seq < 1 || int(ev.Seq) > len(log) {
+			t.Fatalf("%s seq %d outside the golden log", file, ev.Seq)
+		}
+		prefix, err := core.Replay(log[:ev.Seq-1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := prefix.Apply(ev); err != nil {
+			t.Fatalf("%s does not apply: %v", file, err)
+		}
+		if !reflect.DeepEqual(log[ev.Seq-1], ev) {
+			t.Fatalf("%s differs from event %d of the golden log", file, ev.Seq)
+		}
+	}
+}

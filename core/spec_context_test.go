@@ -1,0 +1,257 @@
+package core_test
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/cairn-agents/cairn/core"
+)
+
+func rev(n int64) *int64 { return &n }
+
+func TestSpec_EveryContextEventBumpsRevisionByOneAndCarriesItsBase(t *testing.T) {
+	h := newHarness(t, testConfig("a"))
+	h.mustAdmit(core.AppendContext{AtMs: h.tick(), Entries: []core.EntryInput{entryText(core.EntryMessage, "", "m1"), entryText(core.EntryMessage, "note", "m2")}})
+	h.mustAdmit(core.AppendContext{AtMs: h.tick(), Entries: []core.EntryInput{entryText(core.EntryInstructions, "instructions.extra", "i2")}})
+	h.mustAdmit(core.RemoveContext{AtMs: h.tick(), Keys: []string{"note"}, EntryIDs: []string{"e2"}})
+	h.mustAdmit(core.StartRun{AtMs: h.tick(), RunID: "r1", Input: input("q")})
+	h.callTools(call("c1", "a"))
+	w := h.expectTools()
+	h.mustAdmit(toolResult(h.tick(), w, "c1", core.CallOK, "x"))
+	h.answer("done")
+	h.mustAdmit(core.StartRun{AtMs: h.tick(), RunID: "r2", Input: input("q2")})
+	h.expectGenerate()
+	h.mustAdmit(core.CancelRun{AtMs: h.tick(), RunID: "r2"})
+
+	var revision int64
+	n := 0
+	for i, ev := range h.events {
+		var base int64
+		switch ev.Kind {
+		case core.KindContextEntriesApplied:
+			base = payload[core.ContextEntriesApplied](t, ev).BaseRevision
+		case core.KindContextEntriesRemoved:
+			base = payload[core.ContextEntriesRemoved](t, ev).BaseRevision
+		case core.KindContextKeysRemoved:
+			base = payload[core.ContextKeysRemoved](t, ev).BaseRevision
+		default:
+			continue
+		}
+		n++
+		if base != revision {
+			t.Fatalf("seq %d %s base revision %d, want %d", ev.Seq, ev.Kind, base, revision)
+		}
+		before, _ := core.Replay(h.events[:i])
+		after, _ := core.Replay(h.events[:i+1])
+		if before.Revision != revision || after.Revision != revision+1 {
+			t.Fatalf("seq %d %s moved the revision %d -> %d", ev.Seq, ev.Kind, before.Revision, after.Revision)
+		}
+		revision++
+	}
+	if n < 8 || h.state().Revision != revision {
+		t.Fatalf("%d context events, revision %d, state %d", n, revision, h.state().Revision)
+	}
+	// Events that are not context changes leave the revision alone.
+	for i, ev := range h.events {
+		switch ev.Kind {
+		case core.KindContextEntriesApplied, core.KindContextEntriesRemoved, core.KindContextKeysRemoved:
+			continue
+		}
+		before, _ := core.Replay(h.events[:i])
+		after, _ := core.Replay(h.events[:i+1])
+		if before != nil && after.Revision != before.Revision {
+			t.Fatalf("seq %d %s changed the revision", ev.Seq, ev.Kind)
+		}
+	}
+}
+
+func TestSpec_StaleExpectedRevisionIsATypedConflict(t *testing.T) {
+	h := newHarness(t, testConfig())
+	cur := h.state().Revision
+	if cur != 1 {
+		t.Fatalf("revision after open with instructions %d", cur)
+	}
+	for _, cmd := range []core.Command{
+		core.AppendContext{AtMs: h.tick(), Entries: []core.EntryInput{entryText(core.EntryMessage, "", "m")}, ExpectedRevision: rev(0)},
+		core.RemoveContext{AtMs: h.tick(), Keys: []string{"instructions.main"}, ExpectedRevision: rev(7)},
+	} {
+		rej := h.rejection(cmd, core.RejectRevisionConflict)
+		if rej.Expected == nil || rej.Actual == nil || *rej.Actual != cur {
+			t.Fatalf("conflict %+v lacks expected/actual", rej)
+		}
+		var target *core.Rejection
+		if !errors.As(error(rej), &target) || rej.Error() == "" {
+			t.Fatal("rejection is not an error")
+		}
+	}
+	rej := h.rejection(core.AppendContext{AtMs: h.tick(), Entries: []core.EntryInput{entryText(core.EntryMessage, "", "m")}, ExpectedRevision: rev(0)}, core.RejectRevisionConflict)
+	if *rej.Expected != 0 || *rej.Actual != 1 {
+		t.Fatalf("expected %d actual %d", *rej.Expected, *rej.Actual)
+	}
+	// The matching revision is accepted.
+	h.mustAdmit(core.AppendContext{AtMs: h.tick(), Entries: []core.EntryInput{entryText(core.EntryMessage, "", "m")}, ExpectedRevision: rev(1)})
+	h.mustAdmit(core.RemoveContext{AtMs: h.tick(), EntryIDs: []string{"e2"}, ExpectedRevision: rev(2)})
+	if h.state().Revision != 3 {
+		t.Fatalf("revision %d", h.state().Revision)
+	}
+}
+
+func TestSpec_InstructionsNeedAKeyUnderInstructionsPrefix(t *testing.T) {
+	h := newHarness(t, testConfig())
+	for _, key := range []string{"", "instructions.", "instructions", "main", "Instructions.main", "x.instructions.main"} {
+		h.rejection(core.AppendContext{AtMs: h.tick(), Entries: []core.EntryInput{entryText(core.EntryInstructions, key, "x")}}, core.RejectInvalidInput)
+	}
+	h.mustAdmit(core.AppendContext{AtMs: h.tick(), Entries: []core.EntryInput{entryText(core.EntryInstructions, "instructions.style", "x")}})
+}
+
+func TestSpec_OnlyMessagesAndInstructionsCanBeAppendedThroughTheAPI(t *testing.T) {
+	h := newHarness(t, testConfig())
+	for _, kind := range []string{core.EntryToolCall, core.EntryToolResult, core.EntryCatalog, core.EntryReasoning, core.EntrySummary, ""} {
+		h.rejection(core.AppendContext{AtMs: h.tick(), Entries: []core.EntryInput{entryText(kind, "", "x")}}, core.RejectInvalidInput)
+	}
+	sys := entryText(core.EntryMessage, "", "x")
+	sys.Role = "system"
+	h.rejection(core.AppendContext{AtMs: h.tick(), Entries: []core.EntryInput{sys}}, core.RejectInvalidInput)
+	noRef := entryText(core.EntryMessage, "", "x")
+	noRef.Content.MediaType = ""
+	h.rejection(core.AppendContext{AtMs: h.tick(), Entries: []core.EntryInput{entryText(core.EntryMessage, "", "ok"), noRef}}, core.RejectInvalidInput)
+	h.rejection(core.AppendContext{AtMs: h.tick()}, core.RejectInvalidInput)
+
+	h.mustAdmit(core.AppendContext{AtMs: h.tick(), Entries: []core.EntryInput{entryText(core.EntryMessage, "", "defaults to user")}})
+	e := h.state().Context()[1]
+	if e.Role != core.RoleUser || e.Source != core.SourceAPI || e.ID != "e2" || e.RunID != "" {
+		t.Fatalf("appended entry %+v", e)
+	}
+}
+
+func TestSpec_InstructionsOrderedFirstByKeyOthersInRecordedOrder(t *testing.T) {
+	h := newHarness(t, testConfig()) // instructions.main
+	h.mustAdmit(core.AppendContext{AtMs: h.tick(), Entries: []core.EntryInput{entryText(core.EntryMessage, "", "m1")}})
+	h.mustAdmit(core.AppendContext{AtMs: h.tick(), Entries: []core.EntryInput{entryText(core.EntryInstructions, "instructions.zeta", "iz")}})
+	h.mustAdmit(core.AppendContext{AtMs: h.tick(), Entries: []core.EntryInput{entryText(core.EntryMessage, "", "m2"), entryText(core.EntryInstructions, "instructions.alpha", "ia")}})
+	h.mustAdmit(core.AppendContext{AtMs: h.tick(), Entries: []core.EntryInput{entryText(core.EntryMessage, "", "m3")}})
+	got := contextOf(h.state())
+	want := []string{"instructions:ia", "instructions:be brief", "instructions:iz", "message/user:m1", "message/user:m2", "message/user:m3"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("context\n got  %q\n want %q", got, want)
+	}
+	if h.state().EntryCount() != 6 {
+		t.Fatalf("EntryCount %d", h.state().EntryCount())
+	}
+}
+
+func TestSpec_KeyedEntriesReplaceTheirEarlierVersion(t *testing.T) {
+	h := newHarness(t, testConfig())
+	h.mustAdmit(core.AppendContext{AtMs: h.tick(), Entries: []core.EntryInput{entryText(core.EntryMessage, "pin", "v1"), entryText(core.EntryMessage, "", "after")}})
+	h.mustAdmit(core.AppendContext{AtMs: h.tick(), Entries: []core.EntryInput{entryText(core.EntryInstructions, "instructions.main", "be verbose")}})
+	h.mustAdmit(core.AppendContext{AtMs: h.tick(), Entries: []core.EntryInput{entryText(core.EntryMessage, "pin", "v2")}})
+	got := contextOf(h.state())
+	want := []string{"instructions:be verbose", "message/user:v2", "message/user:after"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("context\n got  %q\n want %q", got, want)
+	}
+	main, ok := h.state().EntryByKey("instructions.main")
+	if !ok || main.Preview != "be verbose" || main.ID != "e4" {
+		t.Fatalf("instructions.main %+v", main)
+	}
+	if _, ok := h.state().EntryByID("e1"); ok {
+		t.Fatal("the replaced entry is still active")
+	}
+	// Replacing never deletes history: the first version's event is still there.
+	first := payload[core.ContextEntriesApplied](t, h.ofKind(core.KindContextEntriesApplied)[0])
+	if first.Entries[0].ID != "e1" || first.Entries[0].Preview != "be brief" {
+		t.Fatalf("first event %+v", first)
+	}
+}
+
+func TestSpec_RemoveByKeyAndByIDIsTwoContextChanges(t *testing.T) {
+	h := newHarness(t, testConfig())
+	h.mustAdmit(core.AppendContext{AtMs: h.tick(), Entries: []core.EntryInput{entryText(core.EntryMessage, "", "m1"), entryText(core.EntryInstructions, "instructions.x", "ix"), entryText(core.EntryMessage, "", "m3")}})
+	mark := len(h.events)
+	h.mustAdmit(core.RemoveContext{AtMs: h.tick(), Keys: []string{"instructions.x"}, EntryIDs: []string{"e2"}})
+	requireKinds(t, h.kindsSince(mark), core.KindContextKeysRemoved, core.KindContextEntriesRemoved)
+	kr := payload[core.ContextKeysRemoved](t, h.events[mark])
+	er := payload[core.ContextEntriesRemoved](t, h.events[mark+1])
+	if kr.BaseRevision != 2 || er.BaseRevision != 3 || !slices.Equal(kr.Keys, []string{"instructions.x"}) || !slices.Equal(er.EntryIDs, []string{"e2"}) {
+		t.Fatalf("keys %+v entries %+v", kr, er)
+	}
+	got := contextOf(h.state())
+	if want := []string{"instructions:be brief", "message/user:m3"}; !slices.Equal(got, want) {
+		t.Fatalf("context %q", got)
+	}
+	if h.state().Revision != 4 {
+		t.Fatalf("revision %d", h.state().Revision)
+	}
+	// New entries keep counting: ids are never reused.
+	h.mustAdmit(core.AppendContext{AtMs: h.tick(), Entries: []core.EntryInput{entryText(core.EntryMessage, "", "m5")}})
+	if last := h.state().Context()[2]; last.ID != "e5" {
+		t.Fatalf("new entry id %s", last.ID)
+	}
+
+	h.rejection(core.RemoveContext{AtMs: h.tick()}, core.RejectInvalidInput)
+	h.rejection(core.RemoveContext{AtMs: h.tick(), Keys: []string{"instructions.x"}}, core.RejectUnknownReference)
+	h.rejection(core.RemoveContext{AtMs: h.tick(), EntryIDs: []string{"e2"}}, core.RejectUnknownReference)
+	h.rejection(core.RemoveContext{AtMs: h.tick(), EntryIDs: []string{"e3", "e99"}}, core.RejectUnknownReference)
+}
+
+func TestSpec_ContextEditsRejectedWhileARunIsActiveOrQueued(t *testing.T) {
+	h := newHarness(t, testConfig())
+	h.mustAdmit(core.StartRun{AtMs: h.tick(), RunID: "r1", Input: input("q")})
+	h.expectGenerate()
+	h.mustAdmit(core.StartRun{AtMs: h.tick(), RunID: "r2", Input: input("q2")})
+	for _, cmd := range []core.Command{
+		core.AppendContext{AtMs: h.tick(), Entries: []core.EntryInput{entryText(core.EntryMessage, "", "m")}},
+		core.RemoveContext{AtMs: h.tick(), Keys: []string{"instructions.main"}},
+		core.ChangeConfig{AtMs: h.tick(), Config: testConfig("x")},
+		core.CloseSession{AtMs: h.tick()},
+	} {
+		h.rejection(cmd, core.RejectActiveWork)
+	}
+	h.answer("a")
+	// Only r2 (now active) left.
+	h.rejection(core.AppendContext{AtMs: h.tick(), Entries: []core.EntryInput{entryText(core.EntryMessage, "", "m")}}, core.RejectActiveWork)
+	h.answer("b")
+	h.expectIdle()
+	h.mustAdmit(core.AppendContext{AtMs: h.tick(), Entries: []core.EntryInput{entryText(core.EntryMessage, "", "m")}})
+}
+
+func TestSpec_RemovingHalfAToolCallPairIsRejected(t *testing.T) {
+	h := newHarness(t, testConfig("a"))
+	h.mustAdmit(core.StartRun{AtMs: h.tick(), RunID: "r1", Input: input("q")})
+	h.callTools(call("c1", "a"))
+	w := h.expectTools()
+	h.mustAdmit(toolResult(h.tick(), w, "c1", core.CallOK, "x"))
+	h.answer("a")
+	h.expectIdle()
+	var callID, resultID string
+	for _, e := range h.state().Context() {
+		switch e.Kind {
+		case core.EntryToolCall:
+			callID = e.ID
+		case core.EntryToolResult:
+			resultID = e.ID
+		}
+	}
+	h.rejection(core.RemoveContext{AtMs: h.tick(), EntryIDs: []string{resultID}}, core.RejectInvalidInput)
+	h.rejection(core.RemoveContext{AtMs: h.tick(), EntryIDs: []string{callID}}, core.RejectInvalidInput)
+	h.mustAdmit(core.RemoveContext{AtMs: h.tick(), EntryIDs: []string{callID, resultID}})
+	requireEveryToolCallAnswered(t, h.state())
+	if hasPreview(h.state().Context(), "x") {
+		t.Fatal("tool result still in context")
+	}
+}
+
+func TestSpec_AKeyedEntryReplacesOnlyAnEntryOfItsOwnKind(t *testing.T) {
+	h := newHarness(t, testConfig())
+	h.mustAdmit(core.AppendContext{AtMs: h.tick(), Entries: []core.EntryInput{entryText(core.EntryMessage, "note", "first")}})
+	h.rejection(core.AppendContext{AtMs: h.tick(), Entries: []core.EntryInput{entryText(core.EntryMessage, "instructions.sneaky", "x")}}, core.RejectInvalidInput)
+	h.mustAdmit(core.AppendContext{AtMs: h.tick(), Entries: []core.EntryInput{entryText(core.EntryInstructions, "instructions.style", "terse")}})
+	h.mustAdmit(core.AppendContext{AtMs: h.tick(), Entries: []core.EntryInput{entryText(core.EntryMessage, "note", "second")}})
+	if e, ok := h.state().EntryByKey("note"); !ok || e.Content != text("second") || e.Kind != core.EntryMessage {
+		t.Fatalf("keyed message not replaced: %+v", e)
+	}
+	if e, ok := h.state().EntryByKey("instructions.style"); !ok || e.Kind != core.EntryInstructions {
+		t.Fatalf("instructions entry changed: %+v", e)
+	}
+}

@@ -1,0 +1,130 @@
+package core_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/cairn-agents/cairn/content"
+	"github.com/cairn-agents/cairn/core"
+)
+
+func TestSpec_TurnPlannedStoresTheFingerprintOfTheContextTheRequestIsBuiltFrom(t *testing.T) {
+	h := newHarness(t, testConfig("a", "b"))
+	h.mustAdmit(core.AppendContext{AtMs: h.tick(), Entries: []core.EntryInput{entryText(core.EntryInstructions, "instructions.b", "x"), entryText(core.EntryMessage, "", "earlier")}})
+	h.mustAdmit(core.StartRun{AtMs: h.tick(), RunID: "r1", Input: input("q")})
+	for turn := 1; turn <= 3; turn++ {
+		g := h.expectGenerate()
+		planned := payload[core.TurnPlanned](t, h.ofKind(core.KindTurnPlanned)[turn-1])
+		s := h.state()
+		if planned.Turn != turn || planned.RunID != "r1" {
+			t.Fatalf("planned %+v", planned)
+		}
+		if planned.ContextRevision != s.Revision || planned.ConfigRevision != s.ConfigRevision {
+			t.Fatalf("planned revisions %d/%d, state %d/%d", planned.ContextRevision, planned.ConfigRevision, s.Revision, s.ConfigRevision)
+		}
+		if fp := core.PlanFingerprint(s.Config, s.Context()); fp != planned.Fingerprint {
+			t.Fatalf("turn %d: fingerprint of committed context %s != planned %s", turn, fp, planned.Fingerprint)
+		}
+		// The work handed to the adapter rebuilds to the same fingerprint.
+		if g.Fingerprint != planned.Fingerprint || core.PlanFingerprint(g.Config, g.Entries) != planned.Fingerprint || g.ContextRevision != planned.ContextRevision {
+			t.Fatalf("turn %d: generate work does not match its plan", turn)
+		}
+		if turn < 3 {
+			h.mustAdmit(generationWithCalls(h.tick(), g, call("c"+itoa(turn), "a")))
+			w := h.expectTools()
+			h.mustAdmit(toolResult(h.tick(), w, w.Calls[0].CallID, core.CallOK, "r"))
+		} else {
+			h.answer("done")
+		}
+	}
+}
+
+func TestSpec_FingerprintsNeverLookLikeBlobRefs(t *testing.T) {
+	h := newHarness(t, testConfig("a"))
+	h.mustAdmit(core.StartRun{AtMs: h.tick(), RunID: "r1", Input: input("q")})
+	h.answer("a")
+	for _, ev := range h.ofKind(core.KindTurnPlanned) {
+		fp := payload[core.TurnPlanned](t, ev).Fingerprint
+		if content.IsDigestString(fp) || !strings.HasPrefix(fp, core.FingerprintPrefix) {
+			t.Fatalf("plan fingerprint %q", fp)
+		}
+		// Nor does the stores' ref scan pick one up.
+		refs, err := content.ExtractRefs(ev.Payload)
+		if err != nil || len(refs) != 0 {
+			t.Fatalf("refs in turn.planned: %v %v", refs, err)
+		}
+	}
+	for _, ev := range h.ofKind(core.KindRunAccepted) {
+		fp := payload[core.RunAccepted](t, ev).InputFingerprint
+		if content.IsDigestString(fp) || fp == "" {
+			t.Fatalf("input fingerprint %q", fp)
+		}
+	}
+	if fp := core.PlanFingerprint(core.SessionConfig{}, nil); content.IsDigestString(fp) {
+		t.Fatal("empty plan fingerprint looks like a ref")
+	}
+}
+
+func TestSpec_PlanFingerprintChangesWithEveryRequestInput(t *testing.T) {
+	cfg := testConfig("a", "b")
+	entries := []core.Entry{
+		{ID: "e1", Kind: core.EntryInstructions, Content: text("i")},
+		{ID: "e2", Kind: core.EntryMessage, Role: core.RoleUser, Content: text("m")},
+		{ID: "e3", Kind: core.EntryToolCall, CallID: "c1", ToolName: "a", Content: text("args")},
+	}
+	base := core.PlanFingerprint(cfg, entries)
+	if base != core.PlanFingerprint(cfg, append([]core.Entry(nil), entries...)) {
+		t.Fatal("fingerprint is not a function of its inputs")
+	}
+	// Display-only fields do not change the request.
+	display := append([]core.Entry(nil), entries...)
+	display[1].Preview, display[1].Origin, display[1].TokenEstimate = "changed", "user:", core.TokenEstimate{Tokens: 9}
+	if core.PlanFingerprint(cfg, display) != base {
+		t.Fatal("display-only fields changed the fingerprint")
+	}
+	variants := map[string]func(c *core.SessionConfig, e []core.Entry) []core.Entry{
+		"model":    func(c *core.SessionConfig, e []core.Entry) []core.Entry { c.Model.Model = "other"; return e },
+		"provider": func(c *core.SessionConfig, e []core.Entry) []core.Entry { c.Model.ProviderID = "other"; return e },
+		"api kind": func(c *core.SessionConfig, e []core.Entry) []core.Entry {
+			c.Model.APIKind = core.APIOpenAIResponses
+			return e
+		},
+		"tool order":    func(c *core.SessionConfig, e []core.Entry) []core.Entry { c.Tools = []string{"b", "a"}; return e },
+		"tool removed":  func(c *core.SessionConfig, e []core.Entry) []core.Entry { c.Tools = []string{"a"}; return e },
+		"entry order":   func(c *core.SessionConfig, e []core.Entry) []core.Entry { e[1], e[2] = e[2], e[1]; return e },
+		"entry dropped": func(c *core.SessionConfig, e []core.Entry) []core.Entry { return e[:2] },
+		"entry id":      func(c *core.SessionConfig, e []core.Entry) []core.Entry { e[1].ID = "e9"; return e },
+		"role":          func(c *core.SessionConfig, e []core.Entry) []core.Entry { e[1].Role = core.RoleAssistant; return e },
+		"content":       func(c *core.SessionConfig, e []core.Entry) []core.Entry { e[1].Content = text("other"); return e },
+		"media type": func(c *core.SessionConfig, e []core.Entry) []core.Entry {
+			e[1].Content.MediaType = content.MediaJSON
+			return e
+		},
+		"provider kind":  func(c *core.SessionConfig, e []core.Entry) []core.Entry { e[1].Content.ProviderKind = "x"; return e },
+		"call id":        func(c *core.SessionConfig, e []core.Entry) []core.Entry { e[2].CallID = "c2"; return e },
+		"tool name":      func(c *core.SessionConfig, e []core.Entry) []core.Entry { e[2].ToolName = "b"; return e },
+		"kind":           func(c *core.SessionConfig, e []core.Entry) []core.Entry { e[1].Kind = core.EntrySummary; return e },
+		"field boundary": func(c *core.SessionConfig, e []core.Entry) []core.Entry { c.Tools = []string{"ab"}; return e },
+	}
+	seen := map[string]string{base: "base"}
+	for name, mutate := range variants {
+		c := cfg
+		c.Tools = append([]string(nil), cfg.Tools...)
+		e := mutate(&c, append([]core.Entry(nil), entries...))
+		fp := core.PlanFingerprint(c, e)
+		if prev, dup := seen[fp]; dup {
+			t.Errorf("%s gives the same fingerprint as %s", name, prev)
+		}
+		seen[fp] = name
+	}
+}
+
+func TestSpec_InputFingerprintIdentifiesThePayload(t *testing.T) {
+	a := core.InputFingerprint(input("x", "y"))
+	if a != core.InputFingerprint(input("x", "y")) {
+		t.Fatal("not deterministic")
+	}
+	if a == core.InputFingerprint(input("y", "x")) || a == core.InputFingerprint(input("x")) || a == core.InputFingerprint(input("xy")) {
+		t.Fatal("different inputs share a fingerprint")
+	}
+}
