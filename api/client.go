@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/cairn-agents/cairn/content"
 )
@@ -56,6 +58,9 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.http.Do(req)
 	if err != nil {
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			return fmt.Errorf("cannot reach cairn at %s (is `cairn serve` running?): %w", c.url, err)
+		}
 		return fmt.Errorf("calling %s: %w", method, err)
 	}
 	defer resp.Body.Close()

@@ -242,6 +242,11 @@ func (s *Server) readEvents(ctx context.Context, p EventsReadParams) (EventsRead
 		case <-ctx.Done():
 			return EventsReadResult{}, ctx.Err()
 		}
+		// Report the head as of now: a page cut by limit must not hide
+		// events committed while this call waited.
+		if head, _, err = s.host.Changed(ctx, p.SessionID); err != nil {
+			return EventsReadResult{}, err
+		}
 	}
 	evs, err := s.host.Log().ReadAfter(ctx, p.SessionID, p.After, limit)
 	if err != nil {

@@ -86,8 +86,12 @@ func (s *Server) serveRPC(w http.ResponseWriter, r *http.Request) {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) > 0 && trimmed[0] == '[' {
 		var batch []json.RawMessage
-		if err := json.Unmarshal(trimmed, &batch); err != nil || len(batch) == 0 {
-			writeJSON(w, http.StatusOK, Response{JSONRPC: "2.0", ID: json.RawMessage("null"), Error: newError(CodeInvalidRequest, KindInvalidRequest, "invalid batch")})
+		if err := json.Unmarshal(trimmed, &batch); err != nil {
+			writeJSON(w, http.StatusOK, Response{JSONRPC: "2.0", ID: json.RawMessage("null"), Error: newError(CodeParseError, KindParseError, "invalid JSON: "+err.Error())})
+			return
+		}
+		if len(batch) == 0 {
+			writeJSON(w, http.StatusOK, Response{JSONRPC: "2.0", ID: json.RawMessage("null"), Error: newError(CodeInvalidRequest, KindInvalidRequest, "empty batch")})
 			return
 		}
 		var out []Response
@@ -114,16 +118,19 @@ func (s *Server) serveRPC(w http.ResponseWriter, r *http.Request) {
 // handle serves one request; ok is false for a notification.
 func (s *Server) handle(ctx context.Context, raw []byte) (Response, bool) {
 	var req Request
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if err := dec.Decode(&req); err != nil {
-		return Response{JSONRPC: "2.0", ID: json.RawMessage("null"), Error: newError(CodeParseError, KindParseError, "invalid JSON: "+err.Error())}, true
+	// Unmarshal (not a Decoder) so trailing data is a syntax error too. Valid
+	// JSON that is not a request object is an invalid request, not a parse error.
+	decodeErr := json.Unmarshal(raw, &req)
+	var syntaxErr *json.SyntaxError
+	if errors.As(decodeErr, &syntaxErr) {
+		return Response{JSONRPC: "2.0", ID: json.RawMessage("null"), Error: newError(CodeParseError, KindParseError, "invalid JSON: "+decodeErr.Error())}, true
 	}
 	id := req.ID
 	if len(id) == 0 {
 		id = json.RawMessage("null")
 	}
-	if req.JSONRPC != "2.0" || req.Method == "" {
-		return Response{JSONRPC: "2.0", ID: id, Error: newError(CodeInvalidRequest, KindInvalidRequest, `a request needs "jsonrpc": "2.0" and a method`)}, true
+	if decodeErr != nil || req.JSONRPC != "2.0" || req.Method == "" {
+		return Response{JSONRPC: "2.0", ID: id, Error: newError(CodeInvalidRequest, KindInvalidRequest, `a request is an object with "jsonrpc": "2.0" and a method name`)}, true
 	}
 	m, found := s.methods[req.Method]
 	var result any

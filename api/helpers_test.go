@@ -1,0 +1,378 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cairn-agents/cairn/api"
+	"github.com/cairn-agents/cairn/blob"
+	"github.com/cairn-agents/cairn/content"
+	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/provider"
+	"github.com/cairn-agents/cairn/provider/chat"
+	"github.com/cairn-agents/cairn/runtime"
+	"github.com/cairn-agents/cairn/runtime/local"
+	"github.com/cairn-agents/cairn/store"
+)
+
+// waitLimit bounds every wait in these tests; nothing should come near it.
+const waitLimit = 10 * time.Second
+
+// fakeModel is a provider.Adapter that answers "echo: <last user message>"
+// as a Chat Completions assistant message blob. With hold set, each call
+// waits for a release (or for its context to end) before answering, so a
+// test can keep a run open.
+type fakeModel struct {
+	mu        sync.Mutex
+	hold      bool
+	requests  []provider.Request
+	arrived   chan int      // call number, sent when a call starts
+	release   chan struct{} // one send lets one held call answer
+	cancelled chan int      // call number, sent when a held call's context ends
+}
+
+func newFakeModel() *fakeModel {
+	return &fakeModel{arrived: make(chan int, 64), release: make(chan struct{}), cancelled: make(chan int, 64)}
+}
+
+var _ provider.Adapter = (*fakeModel)(nil)
+
+func (m *fakeModel) setHold(hold bool) {
+	m.mu.Lock()
+	m.hold = hold
+	m.mu.Unlock()
+}
+
+func (m *fakeModel) request(n int) provider.Request {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.requests[n]
+}
+
+func (m *fakeModel) calls() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.requests)
+}
+
+func (m *fakeModel) Generate(ctx context.Context, blobs blob.Store, req provider.Request) (provider.Output, error) {
+	m.mu.Lock()
+	n := len(m.requests)
+	m.requests = append(m.requests, req)
+	hold := m.hold
+	m.mu.Unlock()
+	select {
+	case m.arrived <- n:
+	case <-ctx.Done():
+		return provider.Output{}, ctx.Err()
+	}
+	if hold {
+		select {
+		case <-m.release:
+		case <-ctx.Done():
+			m.cancelled <- n
+			return provider.Output{}, ctx.Err()
+		}
+	}
+	user, err := lastUserText(ctx, blobs, req.Entries)
+	if err != nil {
+		return provider.Output{}, err
+	}
+	text := "echo: " + user
+	native, err := json.Marshal(map[string]string{"role": "assistant", "content": text})
+	if err != nil {
+		return provider.Output{}, err
+	}
+	ref, err := blob.PutRef(ctx, blobs, native, content.MediaJSON, chat.ProviderKindMessage)
+	if err != nil {
+		return provider.Output{}, err
+	}
+	return provider.Output{
+		Entries: []core.EntryInput{{Kind: core.EntryMessage, Role: core.RoleAssistant, Content: ref,
+			TokenEstimate: provider.Estimate(native), Preview: provider.Preview(text)}},
+		Finish:     "stop",
+		ResponseID: fmt.Sprintf("resp-%d", n),
+		Usage:      core.Usage{InputTokens: 10, OutputTokens: 2},
+	}, nil
+}
+
+func lastUserText(ctx context.Context, blobs blob.Store, entries []core.Entry) (string, error) {
+	for i := len(entries) - 1; i >= 0; i-- {
+		e := entries[i]
+		if e.Kind == core.EntryMessage && e.Role == core.RoleUser {
+			data, err := blobs.Get(ctx, e.Content.Digest)
+			return string(data), err
+		}
+	}
+	return "", errors.New("fake model: no user message in the request")
+}
+
+// waitArrived waits for call n to reach the model.
+func (m *fakeModel) waitArrived(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.After(waitLimit)
+	for {
+		select {
+		case got := <-m.arrived:
+			if got == n {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("model call %d never arrived", n)
+		}
+	}
+}
+
+// releaseOne lets one held call answer.
+func (m *fakeModel) releaseOne(t *testing.T) {
+	t.Helper()
+	select {
+	case m.release <- struct{}{}:
+	case <-time.After(waitLimit):
+		t.Fatal("no held model call to release")
+	}
+}
+
+// faultyBlobs wraps a blob store; once failPuts is set, every Put fails with
+// an error carrying an internal detail that must never reach a client.
+type faultyBlobs struct {
+	blob.Store
+	failPuts atomic.Bool
+}
+
+const secretDetail = "SECRET-DETAIL"
+
+func (b *faultyBlobs) Put(ctx context.Context, data []byte) (content.Digest, error) {
+	if b.failPuts.Load() {
+		return content.Digest{}, errors.New("write /var/lib/cairn/objects/tmp-81 failed: " + secretDetail)
+	}
+	return b.Store.Put(ctx, data)
+}
+
+// observedHost reports every Changed call (which the server makes right
+// before a long poll starts waiting) on a channel.
+type observedHost struct {
+	*local.Host
+	changed chan string
+}
+
+func (h observedHost) Changed(ctx context.Context, sessionID string) (int64, <-chan struct{}, error) {
+	head, ch, err := h.Host.Changed(ctx, sessionID)
+	select {
+	case h.changed <- sessionID:
+	default:
+	}
+	return head, ch, err
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers (the server's log).
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// env is a JSON-RPC server over a real local host on memory stores.
+type env struct {
+	c       *api.Client
+	url     string
+	model   *fakeModel
+	blobs   *faultyBlobs
+	log     *store.Memory
+	changed chan string
+	logs    *syncBuffer
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	blobs := &faultyBlobs{Store: blob.NewMemory()}
+	log := store.NewMemory(blobs)
+	model := newFakeModel()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	host := local.New(local.Options{
+		Log:      log,
+		Blobs:    blobs,
+		Executor: &runtime.Executor{Blobs: blobs, Adapters: map[string]provider.Adapter{core.APIChatCompletions: model}},
+		Logger:   quiet,
+	})
+	if err := host.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	oh := observedHost{Host: host, changed: make(chan string, 64)}
+	srv := httptest.NewServer(api.NewServer(oh, api.ServerOptions{
+		APIKinds: []string{core.APIChatCompletions},
+		Logger:   slog.New(slog.NewTextHandler(logs, nil)),
+	}).Handler())
+	t.Cleanup(srv.Close)
+	t.Cleanup(host.Close) // runs first: held model calls end with the host
+	return &env{c: api.NewClient(srv.URL, nil), url: srv.URL + "/rpc", model: model, blobs: blobs, log: log, changed: oh.changed, logs: logs}
+}
+
+func testModel() core.ModelSelection {
+	return core.ModelSelection{ProviderID: "fake", APIKind: core.APIChatCompletions, Model: "fake-1"}
+}
+
+func textInput(s string) []api.InputPart { return []api.InputPart{{Type: "text", Text: s}} }
+
+// create opens a session and fails the test on error.
+func (e *env) create(t *testing.T, p api.CreateSessionParams) string {
+	t.Helper()
+	if p.Model == (core.ModelSelection{}) {
+		p.Model = testModel()
+	}
+	got, err := e.c.CreateSession(context.Background(), p)
+	if err != nil {
+		t.Fatalf("session/create: %v", err)
+	}
+	return got.SessionID
+}
+
+func (e *env) read(t *testing.T, sessionID string) api.SessionReadResult {
+	t.Helper()
+	got, err := e.c.ReadSession(context.Background(), sessionID)
+	if err != nil {
+		t.Fatalf("session/read %s: %v", sessionID, err)
+	}
+	return got
+}
+
+func (e *env) context(t *testing.T, sessionID string) api.ContextReadResult {
+	t.Helper()
+	got, err := e.c.ReadContext(context.Background(), sessionID)
+	if err != nil {
+		t.Fatalf("session/context/read %s: %v", sessionID, err)
+	}
+	return got
+}
+
+func (e *env) start(t *testing.T, sessionID, text string) api.RunStartResult {
+	t.Helper()
+	got, err := e.c.StartRun(context.Background(), api.RunStartParams{SessionID: sessionID, Input: textInput(text)})
+	if err != nil {
+		t.Fatalf("session/runs/start: %v", err)
+	}
+	return got
+}
+
+// events reads a session's whole log.
+func (e *env) events(t *testing.T, sessionID string) []api.EventView {
+	t.Helper()
+	got, err := e.c.ReadEvents(context.Background(), api.EventsReadParams{SessionID: sessionID, Limit: 1000})
+	if err != nil {
+		t.Fatalf("session/events/read: %v", err)
+	}
+	return got.Events
+}
+
+// waitStatus polls session/runs/read until the run has the given status.
+func (e *env) waitStatus(t *testing.T, sessionID, runID, status string) api.RunReadResult {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for {
+		got, err := e.c.ReadRun(context.Background(), sessionID, runID)
+		if err != nil {
+			t.Fatalf("session/runs/read: %v", err)
+		}
+		if got.Status == status {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s is %s, want %s", runID, got.Status, status)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// snapshot is what a rejected call must leave as it was.
+type snapshot struct {
+	Session api.SessionReadResult
+	Context api.ContextReadResult
+}
+
+func (e *env) snapshot(t *testing.T, sessionID string) snapshot {
+	t.Helper()
+	return snapshot{Session: e.read(t, sessionID), Context: e.context(t, sessionID)}
+}
+
+// rejected checks that call fails with a JSON-RPC error of kind and that the
+// session's head, context revision, runs and context are as before.
+func (e *env) rejected(t *testing.T, sessionID, kind string, call func() error) *api.Error {
+	t.Helper()
+	before := e.snapshot(t, sessionID)
+	rpcErr := wantKind(t, call(), kind)
+	after := e.snapshot(t, sessionID)
+	if !reflect.DeepEqual(before, after) {
+		t.Fatalf("a rejected call (%s) changed the session:\nbefore %+v\nafter  %+v", kind, before, after)
+	}
+	return rpcErr
+}
+
+// wantKind checks that err is a JSON-RPC error whose data.kind is kind.
+func wantKind(t *testing.T, err error, kind string) *api.Error {
+	t.Helper()
+	var rpcErr *api.Error
+	if !errors.As(err, &rpcErr) {
+		t.Fatalf("error %v (%T), want a JSON-RPC error of kind %s", err, err, kind)
+	}
+	if rpcErr.Kind() != kind {
+		t.Fatalf("error kind %q (%s), want %s", rpcErr.Kind(), rpcErr.Message, kind)
+	}
+	return rpcErr
+}
+
+// post sends a raw body to /rpc and returns the status, the Content-Type and the body.
+func (e *env) post(t *testing.T, body string) (int, string, []byte) {
+	t.Helper()
+	resp, err := http.Post(e.url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header.Get("Content-Type"), data
+}
+
+// postOne sends a raw body that must get one JSON-RPC response (HTTP 200).
+func (e *env) postOne(t *testing.T, body string) api.Response {
+	t.Helper()
+	status, ctype, data := e.post(t, body)
+	if status != http.StatusOK || !strings.HasPrefix(ctype, "application/json") {
+		t.Fatalf("HTTP %d (%s), want 200 with JSON: %s", status, ctype, data)
+	}
+	var out api.Response
+	if err := json.Unmarshal(data, &out); err != nil {
+		t.Fatalf("response is not one JSON-RPC response: %v: %s", err, data)
+	}
+	if out.JSONRPC != "2.0" {
+		t.Fatalf("response jsonrpc %q: %s", out.JSONRPC, data)
+	}
+	return out
+}
