@@ -124,7 +124,9 @@ func TestE2E_RejectionsAreTypedAndChangeNothing(t *testing.T) {
 			_, err := c.AppendContext(ctx, api.ContextAppendParams{SessionID: created.SessionID, Kind: "instructions", Text: "x"})
 			return err
 		}, core.RejectInvalidInput},
-		{"unknown param", func() error { return c.Call(ctx, api.MethodSessionRead, map[string]any{"sessionId": "rejections", "bogus": 1}, nil) }, api.KindInvalidParams},
+		{"unknown param", func() error {
+			return c.Call(ctx, api.MethodSessionRead, map[string]any{"sessionId": "rejections", "bogus": 1}, nil)
+		}, api.KindInvalidParams},
 		{"empty input", func() error {
 			_, err := c.StartRun(ctx, api.RunStartParams{SessionID: created.SessionID})
 			return err
