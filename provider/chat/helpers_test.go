@@ -12,10 +12,11 @@ import (
 	"github.com/cairn-agents/cairn/blob"
 	"github.com/cairn-agents/cairn/content"
 	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/internal/payloads"
 )
 
 // payloadDir holds the shared recorded responses; they are read in place, never copied.
-var payloadDir = filepath.Join("..", "..", "..", "shared", "provider-payloads", "chat")
+var payloadDir = payloads.Dir("chat")
 
 func payloadFiles(t *testing.T) []string {
 	t.Helper()

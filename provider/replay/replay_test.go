@@ -18,6 +18,7 @@ import (
 	"github.com/cairn-agents/cairn/blob"
 	"github.com/cairn-agents/cairn/content"
 	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/internal/payloads"
 	"github.com/cairn-agents/cairn/provider"
 	"github.com/cairn-agents/cairn/provider/chat"
 	"github.com/cairn-agents/cairn/provider/endpoint"
@@ -179,7 +180,7 @@ func TestConcurrentRequestsEachGetOneInteraction(t *testing.T) {
 // cassette built from the shared recorded payloads, injecting a steering
 // message from OnRequest the way the demo does.
 func TestChatAdapterThroughCassette(t *testing.T) {
-	dir := filepath.Join("..", "..", "..", "shared", "provider-payloads", "chat")
+	dir := payloads.Dir("chat")
 	read := func(name string) []byte {
 		data, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
