@@ -1,0 +1,41 @@
+package view
+
+import (
+	"context"
+	"testing"
+
+	"github.com/cairn-agents/cairn/blob"
+	"github.com/cairn-agents/cairn/content"
+	"github.com/cairn-agents/cairn/provider/chat"
+)
+
+func TestProjectText(t *testing.T) {
+	ctx := context.Background()
+	blobs := blob.NewMemory()
+	put := func(data, mediaType, kind string) content.ContentRef {
+		ref, err := blob.PutRef(ctx, blobs, []byte(data), mediaType, kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ref
+	}
+	cases := []struct {
+		name string
+		ref  content.ContentRef
+		want string
+		err  bool
+	}{
+		{"plain text is itself", put("hello", content.MediaText, ""), "hello", false},
+		{"chat message projects its content", put(`{"role":"assistant","content":"drafted","refusal":null,"annotations":[]}`, content.MediaJSON, chat.ProviderKindMessage), "drafted", false},
+		{"chat refusal projects the refusal", put(`{"role":"assistant","content":null,"refusal":"I can't help with that."}`, content.MediaJSON, chat.ProviderKindMessage), "I can't help with that.", false},
+		{"media has no invented text", put("\x89PNG\r\n", "image/png", ""), "", false},
+		{"unknown provider kind is an error", put(`{}`, content.MediaJSON, "someone.else"), "", true},
+		{"absent blob is an error", content.ContentRef{Digest: content.Sum([]byte("absent")), MediaType: content.MediaText}, "", true},
+	}
+	for _, tc := range cases {
+		got, err := ProjectText(ctx, blobs, tc.ref)
+		if (err != nil) != tc.err || got != tc.want {
+			t.Errorf("%s: got %q, %v", tc.name, got, err)
+		}
+	}
+}
