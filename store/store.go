@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cairn-agents/cairn/content"
 	"github.com/cairn-agents/cairn/core"
 )
 
@@ -50,3 +51,17 @@ func (e *HeadConflictError) Error() string {
 	return fmt.Sprintf("session %s: expected head %d, actual %d", e.SessionID, e.Expected, e.Actual)
 }
 func (e *HeadConflictError) Unwrap() error { return ErrHeadConflict }
+
+// Edges records retention edges: a parent blob whose format embeds refs
+// declares them, and each child is then held for as long as the parent is.
+// Writers of nested formats (snapshot manifests, assembly reports, skill
+// catalogs) call it right after storing the parent; a hash-shaped string in
+// arbitrary bytes never becomes an edge by itself.
+type Edges interface {
+	// PutEdges records parent → child for every child. Parent and children
+	// must exist (else *blob.MissingError listing every absent digest, and
+	// nothing is written); recording an existing edge again is a no-op.
+	PutEdges(ctx context.Context, parent content.Digest, children []content.Digest) error
+	// Children lists the recorded children of parent, sorted.
+	Children(ctx context.Context, parent content.Digest) ([]content.Digest, error)
+}
