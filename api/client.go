@@ -17,9 +17,10 @@ import (
 
 // Client calls a Cairn server's JSON-RPC API.
 type Client struct {
-	url  string
-	http *http.Client
-	next atomic.Int64
+	url    string
+	http   *http.Client
+	apiKey string
+	next   atomic.Int64
 }
 
 // NewClient returns a client for a server address ("127.0.0.1:8420" or a
@@ -39,6 +40,12 @@ func NewClient(addr string, httpClient *http.Client) *Client {
 	return &Client{url: url, http: httpClient}
 }
 
+// WithAPIKey makes the client send Authorization: Bearer key (hosted mode).
+func (c *Client) WithAPIKey(key string) *Client {
+	c.apiKey = key
+	return c
+}
+
 // Call invokes method with params and decodes the result into result (which
 // may be nil). A JSON-RPC error is returned as *Error.
 func (c *Client) Call(ctx context.Context, method string, params, result any) error {
@@ -56,6 +63,9 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if c.apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.apiKey)
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		if errors.Is(err, syscall.ECONNREFUSED) {

@@ -44,6 +44,7 @@ const (
 	KindBodyTooLarge   = "body_too_large"
 	KindUnsupported    = "unsupported"
 	KindInternal       = "internal"
+	KindUnauthorized   = "unauthorized"
 )
 
 // Error is a JSON-RPC error object; Data.Kind names the rejection.

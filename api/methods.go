@@ -23,32 +23,39 @@ const (
 	maxSessionList    = 1000
 )
 
-func (s *Server) routes() map[string]method {
+func routes() map[string]method {
 	return map[string]method{
-		MethodSessionCreate: handler(s.createSession),
-		MethodSessionRead:   handler(s.readSession),
-		MethodSessionList:   handler(s.listSessions),
-		MethodRunsStart:     handler(s.startRun),
-		MethodRunsRead:      handler(s.readRun),
-		MethodRunsSteer:     handler(s.steer),
-		MethodRunsCancel:    handler(s.cancelRun),
-		MethodEventsRead:    handler(s.readEvents),
-		MethodContextRead:   handler(s.readContext),
-		MethodContextAppend: handler(s.appendContext),
-		MethodContextRemove: handler(s.removeContext),
-		MethodBlobsPut:      handler(s.putBlob),
-		MethodBlobsRead:     handler(s.readBlob),
+		MethodSessionCreate: handler(call.createSession),
+		MethodSessionRead:   handler(call.readSession),
+		MethodSessionList:   handler(call.listSessions),
+		MethodRunsStart:     handler(call.startRun),
+		MethodRunsRead:      handler(call.readRun),
+		MethodRunsSteer:     handler(call.steer),
+		MethodRunsCancel:    handler(call.cancelRun),
+		MethodEventsRead:    handler(call.readEvents),
+		MethodContextRead:   handler(call.readContext),
+		MethodContextAppend: handler(call.appendContext),
+		MethodContextRemove: handler(call.removeContext),
+		MethodBlobsPut:      handler(call.putBlob),
+		MethodBlobsRead:     handler(call.readBlob),
 	}
 }
 
+// call is one request's view of the server: the host of the universe the
+// request is authorised for.
+type call struct {
+	*Server
+	host Host
+}
+
 // handler adapts a typed method to the generic signature.
-func handler[P any, R any](f func(context.Context, P) (R, error)) method {
-	return func(ctx context.Context, raw json.RawMessage) (any, error) {
+func handler[P any, R any](f func(call, context.Context, P) (R, error)) method {
+	return func(c call, ctx context.Context, raw json.RawMessage) (any, error) {
 		var p P
 		if err := decodeParams(raw, &p); err != nil {
 			return nil, err
 		}
-		return f(ctx, p)
+		return f(c, ctx, p)
 	}
 }
 
@@ -59,7 +66,7 @@ func requireSession(id string) error {
 	return nil
 }
 
-func (s *Server) createSession(ctx context.Context, p CreateSessionParams) (CreateSessionResult, error) {
+func (s call) createSession(ctx context.Context, p CreateSessionParams) (CreateSessionResult, error) {
 	cfg := core.SessionConfig{Model: p.Model, Tools: p.Tools, MaxTurns: p.MaxTurns}
 	if err := core.ValidateConfig(cfg); err != nil {
 		return CreateSessionResult{}, err
@@ -83,7 +90,7 @@ func (s *Server) createSession(ctx context.Context, p CreateSessionParams) (Crea
 	return CreateSessionResult{SessionID: id}, nil
 }
 
-func (s *Server) readSession(ctx context.Context, p SessionParams) (SessionReadResult, error) {
+func (s call) readSession(ctx context.Context, p SessionParams) (SessionReadResult, error) {
 	if err := requireSession(p.SessionID); err != nil {
 		return SessionReadResult{}, err
 	}
@@ -106,7 +113,7 @@ func (s *Server) readSession(ctx context.Context, p SessionParams) (SessionReadR
 	return out, err
 }
 
-func (s *Server) listSessions(ctx context.Context, p SessionListParams) (SessionListResult, error) {
+func (s call) listSessions(ctx context.Context, p SessionListParams) (SessionListResult, error) {
 	limit := p.Limit
 	if limit <= 0 || limit > maxSessionList {
 		limit = maxSessionList
@@ -119,7 +126,7 @@ func (s *Server) listSessions(ctx context.Context, p SessionListParams) (Session
 }
 
 // textInput stores the text parts of an input and describes them.
-func (s *Server) textInput(ctx context.Context, parts []InputPart) ([]core.InputItem, error) {
+func (s call) textInput(ctx context.Context, parts []InputPart) ([]core.InputItem, error) {
 	if len(parts) == 0 {
 		return nil, invalidParams("input needs at least one part")
 	}
@@ -140,7 +147,7 @@ func (s *Server) textInput(ctx context.Context, parts []InputPart) ([]core.Input
 	return items, nil
 }
 
-func (s *Server) startRun(ctx context.Context, p RunStartParams) (RunStartResult, error) {
+func (s call) startRun(ctx context.Context, p RunStartParams) (RunStartResult, error) {
 	if err := requireSession(p.SessionID); err != nil {
 		return RunStartResult{}, err
 	}
@@ -155,7 +162,7 @@ func (s *Server) startRun(ctx context.Context, p RunStartParams) (RunStartResult
 	return RunStartResult{RunID: adm.RunID, Status: adm.Status}, nil
 }
 
-func (s *Server) readRun(ctx context.Context, p RunParams) (RunReadResult, error) {
+func (s call) readRun(ctx context.Context, p RunParams) (RunReadResult, error) {
 	if err := requireSession(p.SessionID); err != nil {
 		return RunReadResult{}, err
 	}
@@ -187,7 +194,7 @@ func (s *Server) readRun(ctx context.Context, p RunParams) (RunReadResult, error
 	return out, nil
 }
 
-func (s *Server) steer(ctx context.Context, p SteerParams) (SteerResult, error) {
+func (s call) steer(ctx context.Context, p SteerParams) (SteerResult, error) {
 	if err := requireSession(p.SessionID); err != nil {
 		return SteerResult{}, err
 	}
@@ -203,7 +210,7 @@ func (s *Server) steer(ctx context.Context, p SteerParams) (SteerResult, error) 
 	return SteerResult{RunID: adm.RunID, SteeringID: id}, nil
 }
 
-func (s *Server) cancelRun(ctx context.Context, p RunParams) (RunSummary, error) {
+func (s call) cancelRun(ctx context.Context, p RunParams) (RunSummary, error) {
 	if err := requireSession(p.SessionID); err != nil {
 		return RunSummary{}, err
 	}
@@ -217,7 +224,7 @@ func (s *Server) cancelRun(ctx context.Context, p RunParams) (RunSummary, error)
 	return RunSummary{RunID: adm.RunID, Status: adm.Status}, nil
 }
 
-func (s *Server) readEvents(ctx context.Context, p EventsReadParams) (EventsReadResult, error) {
+func (s call) readEvents(ctx context.Context, p EventsReadParams) (EventsReadResult, error) {
 	if err := requireSession(p.SessionID); err != nil {
 		return EventsReadResult{}, err
 	}
@@ -260,7 +267,7 @@ func (s *Server) readEvents(ctx context.Context, p EventsReadParams) (EventsRead
 	return out, nil
 }
 
-func (s *Server) readContext(ctx context.Context, p SessionParams) (ContextReadResult, error) {
+func (s call) readContext(ctx context.Context, p SessionParams) (ContextReadResult, error) {
 	if err := requireSession(p.SessionID); err != nil {
 		return ContextReadResult{}, err
 	}
@@ -271,7 +278,7 @@ func (s *Server) readContext(ctx context.Context, p SessionParams) (ContextReadR
 	return out, err
 }
 
-func (s *Server) appendContext(ctx context.Context, p ContextAppendParams) (ContextAppendResult, error) {
+func (s call) appendContext(ctx context.Context, p ContextAppendParams) (ContextAppendResult, error) {
 	if err := requireSession(p.SessionID); err != nil {
 		return ContextAppendResult{}, err
 	}
@@ -297,7 +304,7 @@ func (s *Server) appendContext(ctx context.Context, p ContextAppendParams) (Cont
 	return ContextAppendResult{Revision: applied.BaseRevision + 1, EntryID: applied.Entries[0].ID}, nil
 }
 
-func (s *Server) removeContext(ctx context.Context, p ContextRemoveParams) (ContextRemoveResult, error) {
+func (s call) removeContext(ctx context.Context, p ContextRemoveParams) (ContextRemoveResult, error) {
 	if err := requireSession(p.SessionID); err != nil {
 		return ContextRemoveResult{}, err
 	}
@@ -315,7 +322,7 @@ func (s *Server) removeContext(ctx context.Context, p ContextRemoveParams) (Cont
 	return ContextRemoveResult{Revision: removed.BaseRevision + 1}, nil
 }
 
-func (s *Server) putBlob(ctx context.Context, p BlobPutParams) (BlobPutResult, error) {
+func (s call) putBlob(ctx context.Context, p BlobPutParams) (BlobPutResult, error) {
 	mt := p.MediaType
 	if mt == "" {
 		mt = "application/octet-stream"
@@ -324,7 +331,7 @@ func (s *Server) putBlob(ctx context.Context, p BlobPutParams) (BlobPutResult, e
 	return BlobPutResult{Ref: ref}, err
 }
 
-func (s *Server) readBlob(ctx context.Context, p BlobReadParams) (BlobReadResult, error) {
+func (s call) readBlob(ctx context.Context, p BlobReadParams) (BlobReadResult, error) {
 	if p.Ref.IsZero() {
 		return BlobReadResult{}, invalidParams("ref is required")
 	}

@@ -31,16 +31,33 @@ type Host interface {
 // DefaultMaxBodyBytes bounds a request body (blobs/put carries base64 data).
 const DefaultMaxBodyBytes = 16 << 20
 
+// Hosts selects the host that serves a request, from its bearer token
+// (empty when the request has none). An error wrapping ErrUnauthorized is
+// answered with HTTP 401 before the body is read.
+type Hosts interface {
+	HostFor(ctx context.Context, bearer string) (Host, error)
+}
+
+// ErrUnauthorized marks a missing or unknown API key.
+var ErrUnauthorized = errors.New("unauthorized")
+
+// SingleHost serves every request from one host, without a key: the
+// embedded mode's one default universe.
+type SingleHost struct{ Host Host }
+
+// HostFor returns the one host.
+func (s SingleHost) HostFor(context.Context, string) (Host, error) { return s.Host, nil }
+
 // Server serves JSON-RPC 2.0 on POST /rpc.
 type Server struct {
-	host         Host
+	hosts        Hosts
 	apiKinds     []string
 	maxBodyBytes int64
 	log          *slog.Logger
 	methods      map[string]method
 }
 
-type method func(ctx context.Context, params json.RawMessage) (any, error)
+type method func(c call, ctx context.Context, params json.RawMessage) (any, error)
 
 // ServerOptions configure a Server.
 type ServerOptions struct {
@@ -51,16 +68,21 @@ type ServerOptions struct {
 	Logger       *slog.Logger
 }
 
-// NewServer returns a server for host.
+// NewServer returns a server for one host, without authentication.
 func NewServer(host Host, opt ServerOptions) *Server {
+	return NewServerFor(SingleHost{host}, opt)
+}
+
+// NewServerFor returns a server whose requests pick their host through hosts.
+func NewServerFor(hosts Hosts, opt ServerOptions) *Server {
 	if opt.MaxBodyBytes <= 0 {
 		opt.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
 	}
-	s := &Server{host: host, apiKinds: opt.APIKinds, maxBodyBytes: opt.MaxBodyBytes, log: opt.Logger}
-	s.methods = s.routes()
+	s := &Server{hosts: hosts, apiKinds: opt.APIKinds, maxBodyBytes: opt.MaxBodyBytes, log: opt.Logger}
+	s.methods = routes()
 	return s
 }
 
@@ -72,6 +94,17 @@ func (s *Server) Handler() http.Handler {
 }
 
 func (s *Server) serveRPC(w http.ResponseWriter, r *http.Request) {
+	host, err := s.hosts.HostFor(r.Context(), bearerToken(r))
+	if err != nil {
+		status, rpcErr := http.StatusUnauthorized, newError(CodeDomain, KindUnauthorized, "a valid API key is required: send Authorization: Bearer KEY")
+		if !errors.Is(err, ErrUnauthorized) {
+			s.log.Error("selecting host failed", "err", err)
+			status, rpcErr = http.StatusInternalServerError, newError(CodeInternal, KindInternal, "internal error")
+		}
+		w.Header().Set("WWW-Authenticate", `Bearer realm="cairn"`)
+		writeJSON(w, status, Response{JSONRPC: "2.0", ID: json.RawMessage("null"), Error: rpcErr})
+		return
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBodyBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -96,7 +129,7 @@ func (s *Server) serveRPC(w http.ResponseWriter, r *http.Request) {
 		}
 		var out []Response
 		for _, raw := range batch {
-			if resp, ok := s.handle(r.Context(), raw); ok {
+			if resp, ok := s.handle(r.Context(), host, raw); ok {
 				out = append(out, resp)
 			}
 		}
@@ -107,7 +140,7 @@ func (s *Server) serveRPC(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, out)
 		return
 	}
-	resp, ok := s.handle(r.Context(), trimmed)
+	resp, ok := s.handle(r.Context(), host, trimmed)
 	if !ok {
 		w.WriteHeader(http.StatusNoContent)
 		return
@@ -116,7 +149,7 @@ func (s *Server) serveRPC(w http.ResponseWriter, r *http.Request) {
 }
 
 // handle serves one request; ok is false for a notification.
-func (s *Server) handle(ctx context.Context, raw []byte) (Response, bool) {
+func (s *Server) handle(ctx context.Context, host Host, raw []byte) (Response, bool) {
 	var req Request
 	// Unmarshal (not a Decoder) so trailing data is a syntax error too. Valid
 	// JSON that is not a request object is an invalid request, not a parse error.
@@ -138,7 +171,7 @@ func (s *Server) handle(ctx context.Context, raw []byte) (Response, bool) {
 	if !found {
 		err = newError(CodeMethodNotFound, KindMethodNotFound, "unknown method "+req.Method)
 	} else {
-		result, err = m(ctx, req.Params)
+		result, err = m(call{Server: s, host: host}, ctx, req.Params)
 	}
 	if len(req.ID) == 0 {
 		return Response{}, false
@@ -205,3 +238,12 @@ func decodeParams(raw json.RawMessage, v any) error {
 }
 
 func invalidParams(msg string) error { return newError(CodeInvalidParams, KindInvalidParams, msg) }
+
+// bearerToken returns the token of an "Authorization: Bearer" header, or "".
+func bearerToken(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+		return strings.TrimSpace(h[7:])
+	}
+	return ""
+}

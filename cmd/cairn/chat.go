@@ -13,9 +13,10 @@ import (
 )
 
 type chatOptions struct {
-	addr, session, provider, apiKind, model, instructions, submission string
-	tools                                                             []string
-	json                                                              bool
+	clientFlags
+	session, provider, apiKind, model, instructions, submission string
+	tools                                                       []string
+	json                                                        bool
 }
 
 func chatCommand() *cobra.Command {
@@ -25,7 +26,7 @@ func chatCommand() *cobra.Command {
 		Short: "Send a message to a session (a new one unless --session) and follow the run",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			status, err := runChat(cmd.Context(), cmd.OutOrStdout(), api.NewClient(o.addr, nil), o, strings.Join(args, " "))
+			status, err := runChat(cmd.Context(), cmd.OutOrStdout(), o.client(), o, strings.Join(args, " "))
 			if err != nil {
 				return err
 			}
@@ -35,7 +36,7 @@ func chatCommand() *cobra.Command {
 			return nil
 		},
 	}
-	addrFlag(cmd, &o.addr)
+	o.clientFlags.register(cmd)
 	f := cmd.Flags()
 	f.StringVar(&o.session, "session", "", "continue this session instead of creating one")
 	f.StringVar(&o.provider, "provider", envOr("CAIRN_PROVIDER", "openai"), "provider id for a new session (env CAIRN_PROVIDER)")

@@ -6,6 +6,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/cairn-agents/cairn/api"
 )
 
 // defaultAddr is where serve listens and clients connect unless told otherwise.
@@ -29,11 +31,23 @@ func rootCommand() *cobra.Command {
 	return root
 }
 
-// addrFlag adds --addr (env CAIRN_ADDR) to a client command.
-func addrFlag(cmd *cobra.Command, addr *string) {
-	def := os.Getenv("CAIRN_ADDR")
-	if def == "" {
-		def = defaultAddr
+// clientFlags are the flags every client command shares.
+type clientFlags struct {
+	addr   string
+	apiKey string
+}
+
+// register adds --addr (env CAIRN_ADDR) and --api-key (env CAIRN_API_KEY).
+func (f *clientFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.addr, "addr", envOr("CAIRN_ADDR", defaultAddr), "server address (env CAIRN_ADDR)")
+	cmd.Flags().StringVar(&f.apiKey, "api-key", "", "API key of a hosted server's universe (env CAIRN_API_KEY; prefer the env, flags show in ps)")
+}
+
+// client returns an API client for the flags.
+func (f *clientFlags) client() *api.Client {
+	key := f.apiKey
+	if key == "" {
+		key = os.Getenv("CAIRN_API_KEY")
 	}
-	cmd.Flags().StringVar(addr, "addr", def, "server address (env CAIRN_ADDR)")
+	return api.NewClient(f.addr, nil).WithAPIKey(key)
 }

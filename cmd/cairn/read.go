@@ -13,14 +13,14 @@ import (
 )
 
 func sessionsCommand() *cobra.Command {
-	var addr string
+	var cf clientFlags
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "sessions",
 		Short: "List sessions",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			res, err := api.NewClient(addr, nil).ListSessions(cmd.Context(), api.SessionListParams{})
+			res, err := cf.client().ListSessions(cmd.Context(), api.SessionListParams{})
 			if err != nil {
 				return err
 			}
@@ -40,13 +40,13 @@ func sessionsCommand() *cobra.Command {
 			return w.Flush()
 		},
 	}
-	addrFlag(cmd, &addr)
+	cf.register(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
 
 func eventsCommand() *cobra.Command {
-	var addr string
+	var cf clientFlags
 	var after int64
 	var limit int
 	var follow bool
@@ -55,7 +55,7 @@ func eventsCommand() *cobra.Command {
 		Short: "Print a session's events as JSON lines (--follow to wait for new ones)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c := api.NewClient(addr, nil)
+			c := cf.client()
 			for {
 				p := api.EventsReadParams{SessionID: args[0], After: after, Limit: limit}
 				if follow {
@@ -77,7 +77,7 @@ func eventsCommand() *cobra.Command {
 			}
 		},
 	}
-	addrFlag(cmd, &addr)
+	cf.register(cmd)
 	cmd.Flags().Int64Var(&after, "after", 0, "print events after this seq")
 	cmd.Flags().IntVar(&limit, "limit", 0, "events per request (default 100, at most 1000)")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep waiting for new events")
@@ -85,14 +85,14 @@ func eventsCommand() *cobra.Command {
 }
 
 func contextCommand() *cobra.Command {
-	var addr string
+	var cf clientFlags
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "context SESSION",
 		Short: "Print a session's active context, in request order",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			res, err := api.NewClient(addr, nil).ReadContext(cmd.Context(), args[0])
+			res, err := cf.client().ReadContext(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -115,7 +115,7 @@ func contextCommand() *cobra.Command {
 			return w.Flush()
 		},
 	}
-	addrFlag(cmd, &addr)
+	cf.register(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
