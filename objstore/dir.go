@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // Dir stores each object as a file under a root directory, the key's slash
@@ -93,7 +94,7 @@ func (d *Dir) Get(ctx context.Context, key string) ([]byte, error) {
 		return nil, err
 	}
 	data, err := os.ReadFile(p)
-	if errors.Is(err, fs.ErrNotExist) {
+	if err != nil && notObject(err, p) {
 		return nil, fmt.Errorf("%w: %q", ErrNotFound, key)
 	}
 	if err != nil {
@@ -113,10 +114,27 @@ func (d *Dir) Delete(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if isDir(p) {
+		// Not an object (see notObject); os.Remove would delete an empty
+		// directory under a concurrent Put's feet.
+		return nil
+	}
+	if err := os.Remove(p); err != nil && !notObject(err, p) {
 		return fmt.Errorf("objstore: delete %q: %w", key, err)
 	}
 	return nil
+}
+
+// notObject reports whether err from opening p means the key holds no
+// object: p is missing, is a directory (the leading path of other keys), or
+// lies below a file (the key extends another key).
+func notObject(err error, p string) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || isDir(p)
+}
+
+func isDir(p string) bool {
+	fi, err := os.Lstat(p)
+	return err == nil && fi.IsDir()
 }
 
 func syncDir(dir string) error {

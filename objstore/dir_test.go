@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/cairn-agents/cairn/objstore"
+	"github.com/cairn-agents/cairn/objstore/objstoretest"
 )
 
 func newDir(t *testing.T) *objstore.Dir {
@@ -22,6 +23,10 @@ func newDir(t *testing.T) *objstore.Dir {
 		t.Fatal(err)
 	}
 	return d
+}
+
+func TestDirConformance(t *testing.T) {
+	objstoretest.Run(t, func(t *testing.T) objstore.Store { return newDir(t) })
 }
 
 func TestDirRoundTripAndOverwrite(t *testing.T) {

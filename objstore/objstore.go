@@ -10,8 +10,18 @@ import (
 	"strings"
 )
 
-// Store is a flat key → bytes map. Put replaces whatever the key held; Delete
-// of an absent key succeeds, so cleanup after a lost race can be retried freely.
+// Store is a flat key → bytes map; objstoretest.Run is its executable
+// contract and every backend passes it.
+//
+// Put on an existing key replaces the whole object, last writer wins: a
+// reader sees the complete old body or the complete new one, never a mix or
+// a prefix (S3 PUT semantics, which the directory backend matches with
+// rename). Callers that must not overwrite choose fresh keys. Delete of an
+// absent key succeeds, so cleanup after a lost race can be retried freely.
+//
+// Keys are slash paths (see ValidateKey). A key must not also be a leading
+// path of another key ("a" and "a/b"): AWS S3 holds both, a directory (and
+// versitygw's posix backend) cannot.
 type Store interface {
 	Put(ctx context.Context, key string, data []byte) error
 	// Get returns an error matching ErrNotFound when the key is absent.
