@@ -1,0 +1,204 @@
+package core
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/cairn-agents/cairn/content"
+)
+
+// Checkpoint format of the reducer state. A checkpoint plus the events after
+// its head rebuilds exactly the state a full replay does; hosts use it to
+// avoid replaying a long log (views, workflow rehydration).
+const (
+	CheckpointFormat  = "cairn.reducer-state"
+	CheckpointVersion = 1
+)
+
+type checkpoint struct {
+	Format         string        `json:"format"`
+	Version        int           `json:"version"`
+	SessionID      string        `json:"sessionId"`
+	Head           int64         `json:"head"`
+	Opened         bool          `json:"opened"`
+	Closed         bool          `json:"closed"`
+	Config         SessionConfig `json:"config"`
+	ConfigRevision int64         `json:"configRevision"`
+	Revision       int64         `json:"revision"`
+	Entries        []Entry       `json:"entries"`
+	NextEntry      int64         `json:"nextEntry"`
+	Runs           []runState    `json:"runs"`
+	Active         string        `json:"active,omitempty"`
+	Queue          []string      `json:"queue"`
+}
+
+type runState struct {
+	ID               string                `json:"id"`
+	SubmissionID     string                `json:"submissionId,omitempty"`
+	InputFingerprint string                `json:"inputFingerprint"`
+	Status           string                `json:"status"`
+	Input            []InputItem           `json:"input"`
+	InputConsumed    bool                  `json:"inputConsumed"`
+	Steering         []RunSteeringAccepted `json:"steering,omitempty"`
+	Turns            int                   `json:"turns"`
+	Turn             *turnState            `json:"turn,omitempty"`
+	CancelRequested  bool                  `json:"cancelRequested,omitempty"`
+	Output           *content.ContentRef   `json:"output,omitempty"`
+	Error            *Failure              `json:"error,omitempty"`
+	AcceptedSeq      int64                 `json:"acceptedSeq"`
+	EndedSeq         int64                 `json:"endedSeq,omitempty"`
+}
+
+type turnState struct {
+	N               int                 `json:"n"`
+	Planned         bool                `json:"planned"`
+	ContextRevision int64               `json:"contextRevision"`
+	Fingerprint     string              `json:"fingerprint"`
+	GenRequested    bool                `json:"genRequested"`
+	GenCompleted    bool                `json:"genCompleted"`
+	Calls           []callState         `json:"calls,omitempty"`
+	BatchStarted    bool                `json:"batchStarted"`
+	BatchCompleted  bool                `json:"batchCompleted"`
+	Completed       bool                `json:"completed"`
+	Outcome         string              `json:"outcome,omitempty"`
+	LastMessage     *content.ContentRef `json:"lastMessage,omitempty"`
+}
+
+type callState struct {
+	ToolCall
+	Started   bool   `json:"started"`
+	Completed bool   `json:"completed"`
+	Status    string `json:"status,omitempty"`
+}
+
+// EncodeCheckpoint returns the state as canonical JSON.
+func EncodeCheckpoint(s *State) ([]byte, error) {
+	cp := checkpoint{
+		Format: CheckpointFormat, Version: CheckpointVersion,
+		SessionID: s.SessionID, Head: s.Head, Opened: s.Opened, Closed: s.Closed,
+		Config: s.Config, ConfigRevision: s.ConfigRevision, Revision: s.Revision,
+		Entries: s.entries, NextEntry: s.nextEntry, Active: s.Active, Queue: s.Queue,
+	}
+	if cp.Entries == nil {
+		cp.Entries = []Entry{}
+	}
+	if cp.Queue == nil {
+		cp.Queue = []string{}
+	}
+	for _, id := range s.runOrder {
+		r := s.runs[id]
+		rs := runState{
+			ID: r.ID, SubmissionID: r.SubmissionID, InputFingerprint: r.InputFingerprint, Status: r.Status,
+			Input: r.Input, InputConsumed: r.InputConsumed, Steering: r.Steering, Turns: r.Turns,
+			CancelRequested: r.CancelRequested, Output: r.Output, Error: r.Error, AcceptedSeq: r.AcceptedSeq, EndedSeq: r.EndedSeq,
+		}
+		if t := r.Turn; t != nil {
+			ts := &turnState{N: t.N, Planned: t.Planned, ContextRevision: t.ContextRevision, Fingerprint: t.Fingerprint,
+				GenRequested: t.GenRequested, GenCompleted: t.GenCompleted, BatchStarted: t.BatchStarted,
+				BatchCompleted: t.BatchCompleted, Completed: t.Completed, Outcome: t.Outcome, LastMessage: t.LastMessage}
+			for _, c := range t.Calls {
+				ts.Calls = append(ts.Calls, callState{ToolCall: c.ToolCall, Started: c.Started, Completed: c.Completed, Status: c.Status})
+			}
+			rs.Turn = ts
+		}
+		cp.Runs = append(cp.Runs, rs)
+	}
+	if cp.Runs == nil {
+		cp.Runs = []runState{}
+	}
+	return content.MarshalCanonical(cp)
+}
+
+// CheckpointError says a checkpoint cannot be used; the host falls back to
+// a full replay.
+type CheckpointError struct{ Reason string }
+
+func (e *CheckpointError) Error() string { return "unusable checkpoint: " + e.Reason }
+
+// DecodeCheckpoint rebuilds a state from a checkpoint, validating it.
+func DecodeCheckpoint(data []byte) (*State, error) {
+	var cp checkpoint
+	if err := json.Unmarshal(data, &cp); err != nil {
+		return nil, &CheckpointError{"not JSON: " + err.Error()}
+	}
+	if cp.Format != CheckpointFormat || cp.Version != CheckpointVersion {
+		return nil, &CheckpointError{fmt.Sprintf("format %q version %d, want %q version %d", cp.Format, cp.Version, CheckpointFormat, CheckpointVersion)}
+	}
+	s := NewState()
+	s.SessionID, s.Head, s.Opened, s.Closed = cp.SessionID, cp.Head, cp.Opened, cp.Closed
+	s.Config, s.ConfigRevision, s.Revision, s.nextEntry = cp.Config, cp.ConfigRevision, cp.Revision, cp.NextEntry
+	s.entries, s.Active, s.Queue = cp.Entries, cp.Active, cp.Queue
+	if len(s.Queue) == 0 {
+		s.Queue = nil
+	}
+	if len(s.entries) == 0 {
+		s.entries = nil
+	}
+	for _, e := range s.entries {
+		if _, dup := s.entryIDs[e.ID]; dup || e.ID == "" {
+			return nil, &CheckpointError{"duplicate or empty entry id " + e.ID}
+		}
+		s.entryIDs[e.ID] = struct{}{}
+	}
+	for _, rs := range cp.Runs {
+		if rs.ID == "" || s.runs[rs.ID] != nil {
+			return nil, &CheckpointError{"duplicate or empty run id " + rs.ID}
+		}
+		r := &Run{ID: rs.ID, SubmissionID: rs.SubmissionID, InputFingerprint: rs.InputFingerprint, Status: rs.Status,
+			Input: rs.Input, InputConsumed: rs.InputConsumed, Steering: rs.Steering, Turns: rs.Turns,
+			CancelRequested: rs.CancelRequested, Output: rs.Output, Error: rs.Error, AcceptedSeq: rs.AcceptedSeq, EndedSeq: rs.EndedSeq}
+		if ts := rs.Turn; ts != nil {
+			t := &Turn{N: ts.N, Planned: ts.Planned, ContextRevision: ts.ContextRevision, Fingerprint: ts.Fingerprint,
+				GenRequested: ts.GenRequested, GenCompleted: ts.GenCompleted, BatchStarted: ts.BatchStarted,
+				BatchCompleted: ts.BatchCompleted, Completed: ts.Completed, Outcome: ts.Outcome, LastMessage: ts.LastMessage}
+			for _, c := range ts.Calls {
+				t.Calls = append(t.Calls, &Call{ToolCall: c.ToolCall, Started: c.Started, Completed: c.Completed, Status: c.Status})
+			}
+			r.Turn = t
+		}
+		s.runs[r.ID] = r
+		s.runOrder = append(s.runOrder, r.ID)
+		if r.SubmissionID != "" {
+			s.submissions[r.SubmissionID] = r.ID
+		}
+	}
+	if err := s.validate(); err != nil {
+		return nil, &CheckpointError{err.Error()}
+	}
+	return s, nil
+}
+
+// validate checks the invariants a replayed state always has.
+func (s *State) validate() error {
+	if s.Head < 0 || s.Revision < 0 || s.nextEntry < int64(len(s.entries)) {
+		return fmt.Errorf("negative head or revision, or entry counter behind the entries")
+	}
+	if s.Head > 0 && !s.Opened {
+		return fmt.Errorf("events without an opened session")
+	}
+	if s.Active != "" {
+		if r := s.runs[s.Active]; r == nil || r.Status != StatusRunning {
+			return fmt.Errorf("active run %s is not running", s.Active)
+		}
+	}
+	seen := map[string]bool{}
+	for _, id := range s.Queue {
+		if r := s.runs[id]; r == nil || r.Status != StatusQueued || seen[id] {
+			return fmt.Errorf("queued run %s is not queued", id)
+		}
+		seen[id] = true
+	}
+	ids := make([]string, 0, len(s.runs))
+	for id := range s.runs {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		r := s.runs[id]
+		if (r.Status == StatusRunning) != (id == s.Active) {
+			return fmt.Errorf("run %s is %s but the active run is %q", id, r.Status, s.Active)
+		}
+	}
+	return nil
+}
