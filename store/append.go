@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/cairn-agents/cairn/content"
@@ -18,12 +19,20 @@ var ErrInvalidAppend = errors.New("invalid append")
 // MaxSessionIDLen bounds session ids so every backend can index them.
 const MaxSessionIDLen = 256
 
-// ValidateSessionID accepts non-empty UTF-8 ids of at most MaxSessionIDLen bytes.
+// ValidateSessionID accepts non-empty UTF-8 ids of at most MaxSessionIDLen
+// bytes without NUL.
 func ValidateSessionID(id string) error {
-	if id == "" || len(id) > MaxSessionIDLen || !utf8.ValidString(id) {
-		return fmt.Errorf("%w: session id %q must be 1–%d bytes of UTF-8", ErrInvalidAppend, id, MaxSessionIDLen)
+	if id == "" || len(id) > MaxSessionIDLen || !validText(id) {
+		return fmt.Errorf("%w: session id %q must be 1–%d bytes of UTF-8 without NUL", ErrInvalidAppend, id, MaxSessionIDLen)
 	}
 	return nil
+}
+
+// validText reports whether s can be stored as text by every backend:
+// PostgreSQL rejects invalid UTF-8 and NUL in text columns, so the others
+// refuse them too rather than accept appends the hosted store cannot hold.
+func validText(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
 }
 
 // PrepareAppend checks an Append request the same way in every backend and
@@ -43,6 +52,14 @@ func PrepareAppend(sessionID string, expectedHead int64, proposals []core.Propos
 	for i, p := range proposals {
 		if p.Kind == "" {
 			return nil, fmt.Errorf("%w: proposal %d has no kind", ErrInvalidAppend, i)
+		}
+		if !validText(p.Kind) {
+			return nil, fmt.Errorf("%w: proposal %d kind %q is not UTF-8 without NUL", ErrInvalidAppend, i, p.Kind)
+		}
+		for _, j := range p.Joins {
+			if !validText(j) {
+				return nil, fmt.Errorf("%w: proposal %d (%s) join %q is not UTF-8 without NUL", ErrInvalidAppend, i, p.Kind, j)
+			}
 		}
 		// Payloads are stored byte for byte, so they must already be one JSON value.
 		if !json.Valid(p.Payload) {

@@ -19,6 +19,7 @@ type Memory struct {
 
 	mu       sync.RWMutex
 	sessions map[string]*memSession
+	edges    map[content.Digest]map[content.Digest]struct{} // parent → children
 }
 
 type memSession struct {
@@ -27,11 +28,14 @@ type memSession struct {
 	roots     map[content.Digest]struct{}
 }
 
-var _ SessionLog = (*Memory)(nil)
+var (
+	_ SessionLog = (*Memory)(nil)
+	_ Edges      = (*Memory)(nil)
+)
 
 // NewMemory returns an empty log whose appends require their refs in blobs.
 func NewMemory(blobs blob.Store) *Memory {
-	return &Memory{blobs: blobs, sessions: map[string]*memSession{}}
+	return &Memory{blobs: blobs, sessions: map[string]*memSession{}, edges: map[content.Digest]map[content.Digest]struct{}{}}
 }
 
 // Append implements SessionLog.
@@ -162,6 +166,46 @@ func (m *Memory) Roots(ctx context.Context, sessionID string) ([]content.Digest,
 	out := make([]content.Digest, 0, len(s.roots))
 	for d := range s.roots {
 		out = append(out, d)
+	}
+	content.SortDigests(out)
+	return out, nil
+}
+
+// PutEdges implements Edges.
+func (m *Memory) PutEdges(ctx context.Context, parent content.Digest, children []content.Digest) error {
+	kids, need, err := PrepareEdges(parent, children)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	// As in Append, the existence check and the write are one step under the lock.
+	missing, err := m.blobs.Missing(ctx, need)
+	if err != nil {
+		return fmt.Errorf("put edges of %s: check blobs: %w", parent, err)
+	}
+	if len(missing) > 0 {
+		return &blob.MissingError{Digests: missing}
+	}
+	set := m.edges[parent]
+	if set == nil {
+		set = map[content.Digest]struct{}{}
+		m.edges[parent] = set
+	}
+	for _, c := range kids {
+		set[c] = struct{}{}
+	}
+	return nil
+}
+
+// Children implements Edges.
+func (m *Memory) Children(ctx context.Context, parent content.Digest) ([]content.Digest, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	set := m.edges[parent]
+	out := make([]content.Digest, 0, len(set))
+	for c := range set {
+		out = append(out, c)
 	}
 	content.SortDigests(out)
 	return out, nil

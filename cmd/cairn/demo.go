@@ -82,8 +82,7 @@ func runDemo(ctx context.Context, out io.Writer, dataDir string) error {
 	if err != nil {
 		return err
 	}
-	st, err := openStack(ctx, stackOptions{
-		dataDir:   dataDir,
+	st, err := openStack(ctx, dataDir, hostOptions{
 		resolver:  endpoint.Static{"openai": {BaseURL: "https://replay.cairn.invalid/v1"}},
 		transport: transport,
 		tools:     tools,

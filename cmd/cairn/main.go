@@ -27,7 +27,7 @@ func rootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(serveCommand(), chatCommand(), demoCommand(), sessionsCommand(), eventsCommand(), contextCommand())
+	root.AddCommand(serveCommand(), migrateCommand(), universeCommand(), chatCommand(), demoCommand(), sessionsCommand(), eventsCommand(), contextCommand())
 	return root
 }
 
@@ -50,4 +50,11 @@ func (f *clientFlags) client() *api.Client {
 		key = os.Getenv("CAIRN_API_KEY")
 	}
 	return api.NewClient(f.addr, nil).WithAPIKey(key)
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
 }

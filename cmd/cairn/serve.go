@@ -15,63 +15,127 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-agents/cairn/api"
+	"github.com/cairn-agents/cairn/objstore"
 	"github.com/cairn-agents/cairn/provider/endpoint"
 )
 
+type serveOptions struct {
+	dataDir, listen, configPath string
+	postgres                    string
+	s3                          objstore.S3Config
+}
+
 func serveCommand() *cobra.Command {
-	var dataDir, listen, configPath string
+	var o serveOptions
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Run the embedded server: SQLite store under --data, JSON-RPC on --listen",
+		Short: "Run the server: embedded (SQLite under --data) or hosted (--postgres, optional S3)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-			st, err := openStack(ctx, stackOptions{
-				dataDir:  dataDir,
-				resolver: endpoint.New(configPath, os.Getenv),
-				logger:   logger,
-			})
-			if err != nil {
-				return err
-			}
-			defer st.close()
-			ln, err := net.Listen("tcp", listen)
-			if err != nil {
-				return err
-			}
-			srv := &http.Server{
-				Handler:           api.NewServer(st.host, api.ServerOptions{APIKinds: st.kinds, Logger: logger}).Handler(),
-				ReadHeaderTimeout: 10 * time.Second,
-			}
-			logger.Info("cairn serving", "rpc", "http://"+ln.Addr().String()+"/rpc", "data", dataDir)
-			// Tests and scripts read the bound address from stdout.
-			fmt.Fprintf(cmd.OutOrStdout(), "listening on %s\n", ln.Addr())
-			errc := make(chan error, 1)
-			go func() { errc <- srv.Serve(ln) }()
-			select {
-			case err := <-errc:
-				return err
-			case <-ctx.Done():
-			}
-			shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				return err
-			}
-			return nil
+			return serve(ctx, cmd, o)
 		},
 	}
-	cmd.Flags().StringVar(&dataDir, "data", envOr("CAIRN_DATA", ".cairn"), "directory for everything the server stores (env CAIRN_DATA)")
-	cmd.Flags().StringVar(&listen, "listen", envOr("CAIRN_LISTEN", defaultAddr), "address to serve JSON-RPC on (env CAIRN_LISTEN)")
-	cmd.Flags().StringVar(&configPath, "config", os.Getenv("CAIRN_CONFIG"), "provider config file (env CAIRN_CONFIG)")
+	f := cmd.Flags()
+	f.StringVar(&o.dataDir, "data", envOr("CAIRN_DATA", ".cairn"), "embedded mode: directory for everything the server stores (env CAIRN_DATA)")
+	f.StringVar(&o.listen, "listen", envOr("CAIRN_LISTEN", defaultAddr), "address to serve JSON-RPC on (env CAIRN_LISTEN)")
+	f.StringVar(&o.configPath, "config", os.Getenv("CAIRN_CONFIG"), "provider config file (env CAIRN_CONFIG)")
+	postgresFlag(cmd, &o.postgres, "hosted mode: PostgreSQL URL; requests then need an API key")
+	env := objstore.S3ConfigFromEnv(os.Getenv)
+	o.s3 = env
+	f.StringVar(&o.s3.Endpoint, "s3-endpoint", env.Endpoint, "hosted mode: S3-compatible endpoint URL for blobs over 64 KiB (env CAIRN_S3_ENDPOINT; credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY)")
+	f.StringVar(&o.s3.Bucket, "s3-bucket", env.Bucket, "hosted mode: S3 bucket (env CAIRN_S3_BUCKET)")
+	f.StringVar(&o.s3.Region, "s3-region", env.Region, "S3 region (env CAIRN_S3_REGION)")
+	f.StringVar(&o.s3.Prefix, "s3-prefix", env.Prefix, "key prefix inside the bucket (env CAIRN_S3_PREFIX)")
+	f.BoolVar(&o.s3.PathStyle, "s3-path-style", env.PathStyle, "force path-style S3 addressing (env CAIRN_S3_PATH_STYLE)")
 	return cmd
 }
 
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
+func serve(ctx context.Context, cmd *cobra.Command, o serveOptions) error {
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	hostOpts := hostOptions{resolver: endpoint.New(o.configPath, os.Getenv), logger: logger}
+	var hosts api.Hosts
+	if o.postgres == "" {
+		if o.s3.Bucket != "" {
+			return fmt.Errorf("S3 object storage needs the hosted store: add --postgres URL")
+		}
+		st, err := openStack(ctx, o.dataDir, hostOpts)
+		if err != nil {
+			return err
+		}
+		defer st.close()
+		hosts = api.SingleHost{Host: st.host}
+		logger.Info("embedded store", "data", o.dataDir)
+	} else {
+		uh, closeAll, err := openHosted(ctx, o, hostOpts)
+		if err != nil {
+			return err
+		}
+		defer closeAll()
+		hosts = uh
+		logger.Info("hosted store", "s3", o.s3.Bucket != "")
 	}
-	return def
+
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return err
+	}
+	if o.postgres == "" && !isLoopback(ln.Addr()) {
+		logger.Warn("the embedded mode has no API keys: anyone who can reach this address can use every session", "listen", ln.Addr().String())
+	}
+	srv := &http.Server{
+		Handler:           api.NewServerFor(hosts, api.ServerOptions{APIKinds: apiKinds, Logger: logger}).Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	logger.Info("cairn serving", "rpc", "http://"+ln.Addr().String()+"/rpc")
+	// Tests and scripts read the bound address from stdout.
+	fmt.Fprintf(cmd.OutOrStdout(), "listening on %s\n", ln.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// openHosted connects the hosted store, refusing a schema this binary does
+// not know, and resumes every universe's unfinished work.
+func openHosted(ctx context.Context, o serveOptions, hostOpts hostOptions) (*universeHosts, func(), error) {
+	db, err := connectPostgres(ctx, o.postgres)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := db.CheckSchema(ctx); err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	var objects objstore.Store
+	if o.s3.Bucket != "" || o.s3.Endpoint != "" {
+		s3, err := objstore.NewS3(ctx, o.s3)
+		if err != nil {
+			db.Close()
+			return nil, nil, err
+		}
+		objects = s3
+	}
+	uh := newUniverseHosts(db, objects, hostOpts)
+	if err := uh.resumeAll(ctx); err != nil {
+		uh.close()
+		db.Close()
+		return nil, nil, err
+	}
+	return uh, func() { uh.close(); db.Close() }, nil
+}
+
+func isLoopback(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
 }

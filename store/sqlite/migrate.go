@@ -73,6 +73,24 @@ CREATE TABLE session_roots (
 -- Retention asks whether any session roots a digest.
 CREATE INDEX session_roots_digest ON session_roots (universe, digest);
 `},
+	// Retention edges: a parent blob whose format embeds refs holds its
+	// children. Deleting a parent row releases its edges (CASCADE); deleting
+	// a child that something still points at fails, so a collector cannot
+	// remove bytes an edge protects.
+	{version: 2, sql: `
+CREATE TABLE retention_edges (
+	universe TEXT NOT NULL DEFAULT 'default',
+	parent   TEXT NOT NULL, -- "sha256:<hex>"
+	child    TEXT NOT NULL,
+	PRIMARY KEY (universe, parent, child),
+	CHECK (parent <> child),
+	FOREIGN KEY (universe, parent) REFERENCES blobs (universe, digest) ON DELETE CASCADE,
+	FOREIGN KEY (universe, child) REFERENCES blobs (universe, digest)
+) WITHOUT ROWID;
+
+-- Retention asks whether any edge points at a digest.
+CREATE INDEX retention_edges_child ON retention_edges (universe, child);
+`},
 }
 
 // SchemaVersion is the version Open migrates a database to.

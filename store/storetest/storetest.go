@@ -18,8 +18,9 @@ import (
 	"github.com/cairn-agents/cairn/store"
 )
 
-// Run exercises the store.SessionLog contract. newStores must return an empty
-// log and the blob store that log checks refs against (the same object for
+// Run exercises the store.SessionLog contract, and store.Edges for backends
+// whose log or blob store implements it. newStores must return an empty log
+// and the blob store that log checks refs against (the same object for
 // backends that implement both); register cleanup with t.Cleanup.
 func Run(t *testing.T, newStores func(t *testing.T) (store.SessionLog, blob.Store)) {
 	tests := []struct {
@@ -45,6 +46,9 @@ func Run(t *testing.T, newStores func(t *testing.T) (store.SessionLog, blob.Stor
 		{"ConcurrentAppendsToDifferentSessions", testConcurrentSessions},
 		{"EventsRoundTripByteExact", testRoundTrip},
 		{"ReturnedEventsDoNotAliasTheLog", testNoAliasing},
+		{"EdgesRecordChildrenIdempotently", testEdges},
+		{"EdgesRequireParentAndChildren", testEdgesMissing},
+		{"EdgesRejectZeroAndSelf", testEdgesInvalid},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -352,6 +356,10 @@ func testInvalidAppends(f *fixture) {
 		{"payload not JSON", "s1", 0, []core.Proposal{good, {Kind: "test.note", Payload: json.RawMessage(`{"a":`)}}},
 		{"no payload", "s1", 0, []core.Proposal{good, {Kind: "test.note"}}},
 		{"two JSON values", "s1", 0, []core.Proposal{good, {Kind: "test.note", Payload: json.RawMessage(`{} {}`)}}},
+		{"NUL in session id", "s1\x00", 0, []core.Proposal{good}},
+		{"session id not UTF-8", "s1\xff", 0, []core.Proposal{good}},
+		{"kind not UTF-8", "s1", 0, []core.Proposal{good, {Kind: "test.\xff", Payload: json.RawMessage(`{}`)}}},
+		{"NUL in join", "s1", 0, []core.Proposal{good, {Kind: "test.note", Joins: []string{"run:\x00"}, Payload: json.RawMessage(`{}`)}}},
 	}
 	for _, tc := range cases {
 		evs, err := f.log.Append(f.ctx, tc.id, tc.head, tc.ps)
@@ -629,4 +637,105 @@ func testNoAliasing(f *fixture) {
 	if got := f.readAfter("s1", 0, 0); string(got[0].Payload) != `{"text":"original"}` {
 		f.t.Fatalf("stored payload changed through a caller's slice: %s", got[0].Payload)
 	}
+}
+
+// edges returns the backend's store.Edges, found on the log or the blob
+// store; backends without retention edges skip these tests.
+func (f *fixture) edges() store.Edges {
+	f.t.Helper()
+	if e, ok := f.log.(store.Edges); ok {
+		return e
+	}
+	if e, ok := f.blobs.(store.Edges); ok {
+		return e
+	}
+	f.t.Skip("backend does not record retention edges")
+	return nil
+}
+
+func (f *fixture) wantChildren(e store.Edges, parent content.Digest, want ...content.Digest) {
+	f.t.Helper()
+	got, err := e.Children(f.ctx, parent)
+	if err != nil {
+		f.t.Fatalf("Children(%s): %v", parent, err)
+	}
+	want = slices.Clone(want)
+	content.SortDigests(want)
+	if !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
+		f.t.Fatalf("Children(%s) = %v, want %v", parent, got, want)
+	}
+}
+
+func testEdges(f *fixture) {
+	e := f.edges()
+	manifest, other := f.put("manifest"), f.put("other manifest")
+	a, b, c := f.put("file a"), f.put("file b"), f.put("file c")
+	f.wantChildren(e, manifest)
+
+	// Unsorted, repeated children are recorded once each.
+	if err := e.PutEdges(f.ctx, manifest, []content.Digest{c, a, c}); err != nil {
+		f.t.Fatalf("PutEdges: %v", err)
+	}
+	f.wantChildren(e, manifest, a, c)
+	// Again, overlapping: a no-op for known edges, new ones are added.
+	for range 2 {
+		if err := e.PutEdges(f.ctx, manifest, []content.Digest{a, b}); err != nil {
+			f.t.Fatalf("PutEdges again: %v", err)
+		}
+	}
+	f.wantChildren(e, manifest, a, b, c)
+	// Edges belong to their parent; a child may have several parents, and a
+	// parent with no children is a no-op.
+	if err := e.PutEdges(f.ctx, other, []content.Digest{a}); err != nil {
+		f.t.Fatalf("PutEdges(other): %v", err)
+	}
+	if err := e.PutEdges(f.ctx, c, nil); err != nil {
+		f.t.Fatalf("PutEdges(no children): %v", err)
+	}
+	f.wantChildren(e, other, a)
+	f.wantChildren(e, manifest, a, b, c)
+	f.wantChildren(e, a)
+	f.wantChildren(e, c)
+	f.wantChildren(e, content.Sum([]byte("never stored")))
+}
+
+func testEdgesMissing(f *fixture) {
+	e := f.edges()
+	parent, present := f.put("parent"), f.put("present child")
+	absentA, absentB := content.Sum([]byte("absent child A")), content.Sum([]byte("absent child B"))
+	absentParent := content.Sum([]byte("absent parent"))
+
+	// Every absent digest is listed, and none of the edges is written.
+	err := e.PutEdges(f.ctx, parent, []content.Digest{absentB, present, absentA})
+	f.wantMissing(err, absentA, absentB)
+	f.wantChildren(e, parent)
+	err = e.PutEdges(f.ctx, absentParent, []content.Digest{present, absentA})
+	f.wantMissing(err, absentParent, absentA)
+	f.wantChildren(e, absentParent)
+	f.wantMissing(e.PutEdges(f.ctx, absentParent, nil), absentParent)
+
+	f.put("absent child A")
+	f.put("absent child B")
+	if err := e.PutEdges(f.ctx, parent, []content.Digest{absentB, present, absentA}); err != nil {
+		f.t.Fatalf("PutEdges once the children exist: %v", err)
+	}
+	f.wantChildren(e, parent, absentA, absentB, present)
+}
+
+func testEdgesInvalid(f *fixture) {
+	e := f.edges()
+	parent, child := f.put("parent"), f.put("child")
+	for name, req := range map[string]struct {
+		parent   content.Digest
+		children []content.Digest
+	}{
+		"self edge":   {parent, []content.Digest{child, parent}},
+		"zero parent": {content.Digest{}, []content.Digest{child}},
+		"zero child":  {parent, []content.Digest{child, {}}},
+	} {
+		if err := e.PutEdges(f.ctx, req.parent, req.children); !errors.Is(err, store.ErrInvalidEdge) {
+			f.t.Fatalf("%s: PutEdges = %v, want ErrInvalidEdge", name, err)
+		}
+	}
+	f.wantChildren(e, parent)
 }
