@@ -55,8 +55,14 @@ func writeProviderConfig(t *testing.T, dir string, f *fakeChat) string {
 // startServe starts `cairn serve` on a free port and waits until it listens.
 func startServe(t *testing.T, dataDir, configPath, apiKey string) *server {
 	t.Helper()
-	cmd := exec.Command(cairnBin, "serve", "--data", dataDir, "--listen", "127.0.0.1:0", "--config", configPath)
-	cmd.Env = append(os.Environ(), "FAKE_CHAT_KEY="+apiKey)
+	return startServeWith(t, []string{"--data", dataDir, "--config", configPath}, "FAKE_CHAT_KEY="+apiKey)
+}
+
+// startServeWith starts `cairn serve` with extra flags and environment.
+func startServeWith(t *testing.T, args []string, env ...string) *server {
+	t.Helper()
+	cmd := exec.Command(cairnBin, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -151,4 +157,18 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// runCairn runs a cairn command to completion and returns its stdout.
+func runCairn(t *testing.T, env []string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(cairnBin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if err != nil {
+		return stdout.String(), fmt.Errorf("%w: %s", err, stderr.String())
+	}
+	return stdout.String(), nil
 }
