@@ -94,6 +94,9 @@ func (s call) readSession(ctx context.Context, p SessionParams) (SessionReadResu
 	if err := requireSession(p.SessionID); err != nil {
 		return SessionReadResult{}, err
 	}
+	if sh, ok := s.host.(StatusHost); ok {
+		return sh.SessionStatus(ctx, p.SessionID)
+	}
 	var out SessionReadResult
 	err := s.host.Inspect(ctx, p.SessionID, func(st *core.State) {
 		out = SessionReadResult{

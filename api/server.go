@@ -28,6 +28,12 @@ type Host interface {
 	NowMs() int64
 }
 
+// StatusHost is implemented by hosts that answer session/read from the
+// session's live driver (a workflow query) instead of the log.
+type StatusHost interface {
+	SessionStatus(ctx context.Context, sessionID string) (SessionReadResult, error)
+}
+
 // DefaultMaxBodyBytes bounds a request body (blobs/put carries base64 data).
 const DefaultMaxBodyBytes = 16 << 20
 

@@ -65,3 +65,27 @@ ensure_s3() {
   wait_port 127.0.0.1 "$port" 30 || { echo "versitygw did not start:"; cat "$SERVICES_DIR/versitygw.log"; return 1; }
   export CAIRN_TEST_S3_ENDPOINT="http://127.0.0.1:$port" CAIRN_TEST_S3_BUCKET=cairn-test
 }
+
+ensure_temporal() {
+  if [ -n "${CAIRN_TEST_TEMPORAL:-}" ]; then return 0; fi
+  local bin=.ci/bin/temporal stamp
+  # Rebuild when the pinned module changes (go.sum is the CLI's exact pin).
+  stamp=$(sha256sum tools/temporal/go.sum | cut -c1-16)
+  if [ ! -x "$bin" ] || [ "$(cat .ci/bin/temporal.version 2>/dev/null)" != "$stamp" ]; then
+    echo "building the Temporal CLI dev server (first run only, ~10 minutes cold)"
+    mkdir -p .ci/bin
+    CGO_ENABLED=0 go build -C tools/temporal -o "$PWD/.ci/bin/temporal" github.com/temporalio/cli/cmd/temporal
+    echo "$stamp" > .ci/bin/temporal.version
+  fi
+  local port
+  port=$(free_port)
+  "$bin" server start-dev --headless --ip 127.0.0.1 --port "$port" \
+    --db-filename "$SERVICES_DIR/temporal.db" --log-level warn > "$SERVICES_DIR/temporal.log" 2>&1 &
+  SERVICE_PIDS+=($!)
+  for _ in $(seq 1 300); do
+    "$bin" operator cluster health --address "127.0.0.1:$port" >/dev/null 2>&1 && break
+    sleep 0.2
+  done
+  "$bin" operator cluster health --address "127.0.0.1:$port" >/dev/null 2>&1 || { echo "Temporal dev server did not start:"; cat "$SERVICES_DIR/temporal.log"; return 1; }
+  export CAIRN_TEST_TEMPORAL="127.0.0.1:$port"
+}

@@ -27,7 +27,7 @@ func rootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(serveCommand(), migrateCommand(), universeCommand(), chatCommand(), demoCommand(), sessionsCommand(), eventsCommand(), contextCommand())
+	root.AddCommand(serveCommand(), workerCommand(), migrateCommand(), universeCommand(), chatCommand(), demoCommand(), sessionsCommand(), eventsCommand(), contextCommand())
 	return root
 }
 

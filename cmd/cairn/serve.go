@@ -17,12 +17,14 @@ import (
 	"github.com/cairn-agents/cairn/api"
 	"github.com/cairn-agents/cairn/objstore"
 	"github.com/cairn-agents/cairn/provider/endpoint"
+	"github.com/cairn-agents/cairn/store/postgres"
 )
 
 type serveOptions struct {
 	dataDir, listen, configPath string
 	postgres                    string
 	s3                          objstore.S3Config
+	temporal                    temporalFlags
 }
 
 func serveCommand() *cobra.Command {
@@ -42,6 +44,14 @@ func serveCommand() *cobra.Command {
 	f.StringVar(&o.listen, "listen", envOr("CAIRN_LISTEN", defaultAddr), "address to serve JSON-RPC on (env CAIRN_LISTEN)")
 	f.StringVar(&o.configPath, "config", os.Getenv("CAIRN_CONFIG"), "provider config file (env CAIRN_CONFIG)")
 	postgresFlag(cmd, &o.postgres, "hosted mode: PostgreSQL URL; requests then need an API key")
+	o.temporal.register(cmd, "hosted mode: run sessions on Temporal at HOST:PORT (start `cairn worker`s too)")
+	s3Flags(cmd, &o)
+	return cmd
+}
+
+// s3Flags adds the object-storage flags of the hosted store.
+func s3Flags(cmd *cobra.Command, o *serveOptions) {
+	f := cmd.Flags()
 	env := objstore.S3ConfigFromEnv(os.Getenv)
 	o.s3 = env
 	f.StringVar(&o.s3.Endpoint, "s3-endpoint", env.Endpoint, "hosted mode: S3-compatible endpoint URL for blobs over 64 KiB (env CAIRN_S3_ENDPOINT; credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY)")
@@ -49,16 +59,18 @@ func serveCommand() *cobra.Command {
 	f.StringVar(&o.s3.Region, "s3-region", env.Region, "S3 region (env CAIRN_S3_REGION)")
 	f.StringVar(&o.s3.Prefix, "s3-prefix", env.Prefix, "key prefix inside the bucket (env CAIRN_S3_PREFIX)")
 	f.BoolVar(&o.s3.PathStyle, "s3-path-style", env.PathStyle, "force path-style S3 addressing (env CAIRN_S3_PATH_STYLE)")
-	return cmd
 }
+
+// providerResolver resolves endpoints and keys just before each provider call.
+func providerResolver(o serveOptions) endpoint.Resolver { return endpoint.New(o.configPath, os.Getenv) }
 
 func serve(ctx context.Context, cmd *cobra.Command, o serveOptions) error {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	hostOpts := hostOptions{resolver: endpoint.New(o.configPath, os.Getenv), logger: logger}
+	hostOpts := hostOptions{resolver: providerResolver(o), logger: logger}
 	var hosts api.Hosts
 	if o.postgres == "" {
-		if o.s3.Bucket != "" {
-			return fmt.Errorf("S3 object storage needs the hosted store: add --postgres URL")
+		if o.s3.Bucket != "" || o.temporal.address != "" {
+			return fmt.Errorf("S3 object storage and Temporal need the hosted store: add --postgres URL")
 		}
 		st, err := openStack(ctx, o.dataDir, hostOpts)
 		if err != nil {
@@ -74,7 +86,7 @@ func serve(ctx context.Context, cmd *cobra.Command, o serveOptions) error {
 		}
 		defer closeAll()
 		hosts = uh
-		logger.Info("hosted store", "s3", o.s3.Bucket != "")
+		logger.Info("hosted store", "s3", o.s3.Bucket != "", "temporal", o.temporal.address)
 	}
 
 	ln, err := net.Listen("tcp", o.listen)
@@ -106,9 +118,9 @@ func serve(ctx context.Context, cmd *cobra.Command, o serveOptions) error {
 	return nil
 }
 
-// openHosted connects the hosted store, refusing a schema this binary does
-// not know, and resumes every universe's unfinished work.
-func openHosted(ctx context.Context, o serveOptions, hostOpts hostOptions) (*universeHosts, func(), error) {
+// openHostedStore connects the hosted store, refusing a schema this binary
+// does not know, and its object storage when configured.
+func openHostedStore(ctx context.Context, o serveOptions) (*postgres.DB, objstore.Store, error) {
 	db, err := connectPostgres(ctx, o.postgres)
 	if err != nil {
 		return nil, nil, err
@@ -117,17 +129,41 @@ func openHosted(ctx context.Context, o serveOptions, hostOpts hostOptions) (*uni
 		db.Close()
 		return nil, nil, err
 	}
-	var objects objstore.Store
-	if o.s3.Bucket != "" || o.s3.Endpoint != "" {
-		s3, err := objstore.NewS3(ctx, o.s3)
+	if o.s3.Bucket == "" && o.s3.Endpoint == "" {
+		return db, nil, nil
+	}
+	s3, err := objstore.NewS3(ctx, o.s3)
+	if err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	return db, s3, nil
+}
+
+// openHosted starts the hosted mode's per-universe hosts: local hosts that
+// drive sessions in this process, or gateways to Temporal workflows.
+func openHosted(ctx context.Context, o serveOptions, hostOpts hostOptions) (*universeHosts, func(), error) {
+	db, objects, err := openHostedStore(ctx, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	if o.temporal.address != "" {
+		c, err := o.temporal.dial(hostOpts.logger)
 		if err != nil {
 			db.Close()
 			return nil, nil, err
 		}
-		objects = s3
+		uh := newUniverseHosts(db, objects, gatewayStarter(c, o.temporal.queue))
+		return uh, func() { uh.close(); c.Close(); db.Close() }, nil
 	}
-	uh := newUniverseHosts(db, objects, hostOpts)
-	if err := uh.resumeAll(ctx); err != nil {
+	uh := newUniverseHosts(db, objects, func(ctx context.Context, _ string, st *postgres.Store) (api.Host, func(), error) {
+		h, err := startHost(ctx, st, st, hostOpts)
+		if err != nil {
+			return nil, nil, err
+		}
+		return h, h.Close, nil
+	})
+	if err := uh.startAll(ctx); err != nil {
 		uh.close()
 		db.Close()
 		return nil, nil, err

@@ -1,0 +1,208 @@
+package temporal
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/cairn-agents/cairn/blob"
+	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/provider"
+	"github.com/cairn-agents/cairn/provider/endpoint"
+	"github.com/cairn-agents/cairn/runtime"
+	"github.com/cairn-agents/cairn/store"
+)
+
+// Store is what activities need of a universe's store.
+type Store interface {
+	store.SessionLog
+	blob.Store
+}
+
+// Stores opens the store of a universe (cached by the caller's implementation).
+type Stores func(ctx context.Context, universe string) (Store, error)
+
+// Activities are the effect executors as Temporal activities.
+type Activities struct {
+	Stores   Stores
+	Adapters map[string]provider.Adapter
+	Tools    *runtime.Tools
+	cache    *stateCache
+}
+
+// NewActivities returns the activities over stores, adapters and tools.
+func NewActivities(stores Stores, adapters map[string]provider.Adapter, tools *runtime.Tools) *Activities {
+	return &Activities{Stores: stores, Adapters: adapters, Tools: tools, cache: newStateCache(1024)}
+}
+
+// Error types the workflow branches on.
+const (
+	errRetryableProvider = "provider_retryable"
+	errAppendConflict    = "append_conflict"
+)
+
+func (a *Activities) store(ctx context.Context, universe string) (Store, error) {
+	st, err := a.Stores(ctx, universe)
+	if err != nil {
+		return nil, fmt.Errorf("universe %s: %w", universe, err)
+	}
+	return st, nil
+}
+
+// Rehydrate rebuilds the session's state from its log and returns it as a
+// checkpoint. It also stores the constant blobs every host needs.
+func (a *Activities) Rehydrate(ctx context.Context, in RehydrateIn) (RehydrateOut, error) {
+	st, err := a.store(ctx, in.Universe)
+	if err != nil {
+		return RehydrateOut{}, err
+	}
+	for _, b := range core.ConstantBlobs() {
+		if _, err := st.Put(ctx, b); err != nil {
+			return RehydrateOut{}, err
+		}
+	}
+	state := core.NewState()
+	for {
+		evs, err := st.ReadAfter(ctx, in.SessionID, state.Head, 1000)
+		if err != nil && !errors.Is(err, store.ErrSessionNotFound) {
+			return RehydrateOut{}, err
+		}
+		for _, ev := range evs {
+			if err := state.Apply(ev); err != nil {
+				return RehydrateOut{}, temporal.NewNonRetryableApplicationError(err.Error(), "corrupt_log", err)
+			}
+		}
+		if len(evs) < 1000 {
+			break
+		}
+	}
+	if state.Head == 0 {
+		return RehydrateOut{}, nil
+	}
+	cp, err := core.EncodeCheckpoint(state)
+	return RehydrateOut{Checkpoint: cp}, err
+}
+
+// Append stores proposals. A retry after a crash that happened between the
+// commit and the report finds its own events at the expected seqs and
+// succeeds without writing them again.
+func (a *Activities) Append(ctx context.Context, in AppendIn) (AppendOut, error) {
+	st, err := a.store(ctx, in.Universe)
+	if err != nil {
+		return AppendOut{}, err
+	}
+	_, err = st.Append(ctx, in.SessionID, in.ExpectedHead, in.Proposals)
+	if errors.Is(err, store.ErrHeadConflict) {
+		if same, rerr := a.alreadyAppended(ctx, st, in); rerr != nil {
+			return AppendOut{}, rerr
+		} else if same {
+			return AppendOut{Head: in.ExpectedHead + int64(len(in.Proposals))}, nil
+		}
+		return AppendOut{}, temporal.NewNonRetryableApplicationError(err.Error(), errAppendConflict, err)
+	}
+	var missing *blob.MissingError
+	if errors.As(err, &missing) {
+		return AppendOut{}, temporal.NewNonRetryableApplicationError(err.Error(), "missing_blob", err)
+	}
+	if err != nil {
+		return AppendOut{}, err
+	}
+	return AppendOut{Head: in.ExpectedHead + int64(len(in.Proposals))}, nil
+}
+
+func (a *Activities) alreadyAppended(ctx context.Context, st Store, in AppendIn) (bool, error) {
+	evs, err := st.ReadAfter(ctx, in.SessionID, in.ExpectedHead, len(in.Proposals))
+	if err != nil || len(evs) != len(in.Proposals) {
+		return false, err
+	}
+	for i, p := range in.Proposals {
+		ev := evs[i]
+		if ev.Kind != p.Kind || ev.Version != p.Version || ev.ObservedAtMs != p.ObservedAtMs ||
+			!slices.Equal(ev.Joins, p.Joins) || !bytes.Equal(ev.Payload, p.Payload) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// Generate makes one provider attempt for a planned turn. Retryable provider
+// errors fail the attempt (Temporal retries, after the provider's
+// Retry-After when it gave one); a terminal one completes the activity with a
+// failed result, so the turn fails and the workflow does not.
+func (a *Activities) Generate(ctx context.Context, in GenerateIn) (core.GenerationResult, error) {
+	st, err := a.store(ctx, in.Universe)
+	if err != nil {
+		return core.GenerationResult{}, err
+	}
+	var w core.GenerateWork
+	err = a.cache.with(ctx, st, in.Universe, in.SessionID, in.Head, func(s *core.State) error {
+		r := s.ActiveRun()
+		if r == nil || r.ID != in.RunID || r.Turn == nil || r.Turn.N != in.Turn || r.Turn.Completed {
+			return fmt.Errorf("run %s turn %d is not open at seq %d", in.RunID, in.Turn, in.Head)
+		}
+		w = core.GenerateWork{RunID: in.RunID, Turn: in.Turn, ContextRevision: r.Turn.ContextRevision,
+			Fingerprint: in.Fingerprint, Config: s.Config, Entries: s.Context()}
+		return nil
+	})
+	if err != nil {
+		return core.GenerationResult{}, temporal.NewNonRetryableApplicationError(err.Error(), "stale_work", err)
+	}
+	stop := heartbeat(ctx)
+	defer stop()
+	x := &runtime.Executor{Blobs: st, Adapters: a.Adapters, Tools: a.Tools}
+	res, err := x.Generate(ctx, in.SessionID, w)
+	var pe *provider.Error
+	switch {
+	case err == nil:
+		return res, nil
+	case ctx.Err() != nil:
+		return core.GenerationResult{}, ctx.Err()
+	case errors.As(err, &pe) && pe.Retryable:
+		return core.GenerationResult{}, temporal.NewApplicationErrorWithOptions(pe.Error(), errRetryableProvider,
+			temporal.ApplicationErrorOptions{NextRetryDelay: pe.RetryAfter})
+	case errors.As(err, &pe), errors.Is(err, runtime.ErrFingerprintMismatch),
+		errors.Is(err, endpoint.ErrMissingKey), errors.Is(err, endpoint.ErrUnknownProvider), errors.Is(err, endpoint.ErrConfig):
+		return runtime.FailedGeneration(w, err), nil
+	}
+	return core.GenerationResult{}, err // a runtime hiccup (store, network to CAS): retried
+}
+
+// InvokeTool runs one tool call and stores its output.
+func (a *Activities) InvokeTool(ctx context.Context, in ToolIn) (core.ToolResult, error) {
+	st, err := a.store(ctx, in.Universe)
+	if err != nil {
+		return core.ToolResult{}, err
+	}
+	stop := heartbeat(ctx)
+	defer stop()
+	x := &runtime.Executor{Blobs: st, Adapters: a.Adapters, Tools: a.Tools}
+	return x.InvokeTool(ctx, in.RunID, in.Turn, in.Call)
+}
+
+// heartbeat reports liveness while a long call runs, so a cancelled run's
+// activity learns of the cancellation and a dead worker's call is retried
+// after the heartbeat timeout rather than the whole start-to-close timeout.
+func heartbeat(ctx context.Context) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			activity.RecordHeartbeat(ctx)
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { close(done) }
+}

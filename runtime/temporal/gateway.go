@@ -1,0 +1,164 @@
+package temporal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/cairn-agents/cairn/blob"
+	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/runtime/local"
+	"github.com/cairn-agents/cairn/store"
+)
+
+// Gateway is the API's host for one universe when sessions run on Temporal:
+// commands go to the session's workflow as updates; reads come from the
+// hosted store (events, blobs) or the workflow's status query.
+type Gateway struct {
+	client   client.Client
+	queue    string
+	universe string
+	store    Store
+	args     SessionArgs // template: timeouts and limits for new workflows
+	cache    *stateCache
+	poll     time.Duration
+}
+
+// NewGateway returns the gateway of a universe.
+func NewGateway(c client.Client, queue, universe string, st Store, args SessionArgs) *Gateway {
+	return &Gateway{client: c, queue: queue, universe: universe, store: st, args: args, cache: newStateCache(256), poll: 100 * time.Millisecond}
+}
+
+// Blobs is the universe's content store.
+func (g *Gateway) Blobs() blob.Store { return g.store }
+
+// Log is the universe's session log.
+func (g *Gateway) Log() store.SessionLog { return g.store }
+
+// NewID returns a fresh id.
+func (g *Gateway) NewID(prefix string) string { return local.RandomID(prefix) }
+
+// NowMs is the gateway's clock.
+func (g *Gateway) NowMs() int64 { return time.Now().UnixMilli() }
+
+// CreateSession starts the session's workflow and opens the session in it.
+func (g *Gateway) CreateSession(ctx context.Context, id string, cfg core.SessionConfig, instructions *core.EntryInput) (string, error) {
+	if id == "" {
+		id = g.NewID("s_")
+	}
+	if err := local.ValidateSessionID(id); err != nil {
+		return "", err
+	}
+	_, err := g.update(ctx, id, core.OpenSession{AtMs: g.NowMs(), SessionID: id, Config: cfg, Instructions: instructions})
+	return id, err
+}
+
+// Submit sends a command to the session's workflow, starting it if it is not
+// running, and returns the admission.
+func (g *Gateway) Submit(ctx context.Context, sessionID string, cmd core.Command) (core.Admission, error) {
+	if _, err := g.store.Session(ctx, sessionID); err != nil {
+		return core.Admission{}, err
+	}
+	res, err := g.update(ctx, sessionID, cmd)
+	if err != nil {
+		return core.Admission{}, err
+	}
+	return core.Admission{RunID: res.RunID, Status: res.Status, Duplicate: res.Duplicate, Proposals: res.Proposals}, nil
+}
+
+func (g *Gateway) update(ctx context.Context, sessionID string, cmd core.Command) (SubmitResult, error) {
+	wire, err := WrapCommand(cmd)
+	if err != nil {
+		return SubmitResult{}, err
+	}
+	args := g.args
+	args.Universe, args.SessionID = g.universe, sessionID
+	id := WorkflowID(g.universe, sessionID)
+	if _, err := g.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: id, TaskQueue: g.queue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+	}, WorkflowName, args); err != nil {
+		return SubmitResult{}, fmt.Errorf("starting session workflow: %w", err)
+	}
+	handle, err := g.client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: id, UpdateName: UpdateSubmit, Args: []any{wire}, WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		return SubmitResult{}, asRejection(err)
+	}
+	var res SubmitResult
+	if err := handle.Get(ctx, &res); err != nil {
+		return SubmitResult{}, asRejection(err)
+	}
+	return res, nil
+}
+
+// asRejection turns a workflow's typed rejection back into a *core.Rejection.
+func asRejection(err error) error {
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) || len(appErr.Type()) <= len(rejectionPrefix) || appErr.Type()[:len(rejectionPrefix)] != rejectionPrefix {
+		return err
+	}
+	rej := &core.Rejection{Kind: appErr.Type()[len(rejectionPrefix):], Message: appErr.Message()}
+	if appErr.HasDetails() {
+		var expected, actual *int64
+		if appErr.Details(&expected, &actual) == nil {
+			rej.Expected, rej.Actual = expected, actual
+		}
+	}
+	return rej
+}
+
+// Status asks the session's workflow for its status (no log read).
+func (g *Gateway) Status(ctx context.Context, sessionID string) (Status, error) {
+	if _, err := g.store.Session(ctx, sessionID); err != nil {
+		return Status{}, err
+	}
+	v, err := g.client.QueryWorkflow(ctx, WorkflowID(g.universe, sessionID), "", QueryStatus)
+	if err != nil {
+		return Status{}, err
+	}
+	var st Status
+	return st, v.Get(&st)
+}
+
+// Inspect runs fn on the session's state rebuilt from the log (only the
+// events since the gateway's last look are read).
+func (g *Gateway) Inspect(ctx context.Context, sessionID string, fn func(*core.State)) error {
+	life, err := g.store.Session(ctx, sessionID)
+	if err != nil {
+		return err
+	}
+	return g.cache.with(ctx, g.store, g.universe, sessionID, life.Head, func(s *core.State) error {
+		fn(s)
+		return nil
+	})
+}
+
+// Changed returns the session's head and a channel closed once the log
+// moves past it (polled: the gateway shares no memory with the workers).
+func (g *Gateway) Changed(ctx context.Context, sessionID string) (int64, <-chan struct{}, error) {
+	life, err := g.store.Session(ctx, sessionID)
+	if err != nil {
+		return 0, nil, err
+	}
+	ch := make(chan struct{})
+	go func() {
+		defer close(ch)
+		deadline := time.Now().Add(35 * time.Second) // past the API's longest wait
+		for time.Now().Before(deadline) {
+			time.Sleep(g.poll)
+			cur, err := g.store.Session(context.Background(), sessionID)
+			if err != nil || cur.Head != life.Head {
+				return
+			}
+		}
+	}()
+	return life.Head, ch, nil
+}

@@ -1,0 +1,73 @@
+package temporal
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/store"
+)
+
+// stateCache keeps each session's reducer state on a worker, so an activity
+// that needs the state at a head (to rebuild a planned request) reads only
+// the events since its last visit instead of the whole log.
+type stateCache struct {
+	mu      sync.Mutex
+	max     int
+	entries map[string]*cachedState
+}
+
+type cachedState struct {
+	mu    sync.Mutex
+	state *core.State
+}
+
+func newStateCache(max int) *stateCache {
+	return &stateCache{max: max, entries: map[string]*cachedState{}}
+}
+
+func (c *stateCache) entry(key string) *cachedState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.entries[key]
+	if e == nil {
+		if len(c.entries) >= c.max {
+			for k := range c.entries { // evict any one: the cache only saves reads
+				delete(c.entries, k)
+				break
+			}
+		}
+		e = &cachedState{}
+		c.entries[key] = e
+	}
+	return e
+}
+
+// with runs fn on the session's state advanced to exactly head.
+func (c *stateCache) with(ctx context.Context, log store.SessionLog, universe, sessionID string, head int64, fn func(*core.State) error) error {
+	e := c.entry(universe + "/" + sessionID)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.state == nil || e.state.Head > head {
+		e.state = core.NewState()
+	}
+	for e.state.Head < head {
+		evs, err := log.ReadAfter(ctx, sessionID, e.state.Head, int(min(head-e.state.Head, 1000)))
+		if err != nil {
+			e.state = nil
+			return err
+		}
+		if len(evs) == 0 {
+			e.state = nil
+			return fmt.Errorf("session %s: log ends at %d, before head %d", sessionID, head, head)
+		}
+		for _, ev := range evs {
+			if err := e.state.Apply(ev); err != nil {
+				e.state = nil
+				return err
+			}
+		}
+	}
+	return fn(e.state)
+}

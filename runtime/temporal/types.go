@@ -1,0 +1,166 @@
+package temporal
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/cairn-agents/cairn/core"
+)
+
+// Names registered with Temporal.
+const (
+	WorkflowName    = "cairn.session"
+	UpdateSubmit    = "submit"
+	QueryStatus     = "status"
+	DefaultQueue    = "cairn-sessions"
+	rejectionPrefix = "rejection:"
+)
+
+// WorkflowID is the id of a session's workflow.
+func WorkflowID(universe, sessionID string) string { return universe + "/" + sessionID }
+
+// SessionArgs are the workflow's start arguments: ids and a little config.
+type SessionArgs struct {
+	Universe  string `json:"universe"`
+	SessionID string `json:"sessionId"`
+	// HeartbeatTimeoutMs bounds how long a dead worker holds a model or tool
+	// call before another worker retries it (default 30 s).
+	HeartbeatTimeoutMs int64 `json:"heartbeatTimeoutMs,omitempty"`
+	// ContinueAsNewAfter is the history length past which an idle workflow
+	// continues as new (default 2,000 events).
+	ContinueAsNewAfter int `json:"continueAsNewAfter,omitempty"`
+}
+
+// Command is a client command as it crosses the update boundary: exactly
+// one field is set.
+type Command struct {
+	OpenSession   *core.OpenSession   `json:"openSession,omitempty"`
+	ChangeConfig  *core.ChangeConfig  `json:"changeConfig,omitempty"`
+	CloseSession  *core.CloseSession  `json:"closeSession,omitempty"`
+	StartRun      *core.StartRun      `json:"startRun,omitempty"`
+	Steer         *core.Steer         `json:"steer,omitempty"`
+	CancelRun     *core.CancelRun     `json:"cancelRun,omitempty"`
+	AppendContext *core.AppendContext `json:"appendContext,omitempty"`
+	RemoveContext *core.RemoveContext `json:"removeContext,omitempty"`
+}
+
+// WrapCommand puts a core command into its wire form.
+func WrapCommand(cmd core.Command) (Command, error) {
+	switch c := cmd.(type) {
+	case core.OpenSession:
+		return Command{OpenSession: &c}, nil
+	case core.ChangeConfig:
+		return Command{ChangeConfig: &c}, nil
+	case core.CloseSession:
+		return Command{CloseSession: &c}, nil
+	case core.StartRun:
+		return Command{StartRun: &c}, nil
+	case core.Steer:
+		return Command{Steer: &c}, nil
+	case core.CancelRun:
+		return Command{CancelRun: &c}, nil
+	case core.AppendContext:
+		return Command{AppendContext: &c}, nil
+	case core.RemoveContext:
+		return Command{RemoveContext: &c}, nil
+	}
+	return Command{}, fmt.Errorf("command %T cannot be submitted by a client", cmd)
+}
+
+// Unwrap returns the core command.
+func (c Command) Unwrap() (core.Command, error) {
+	var out []core.Command
+	if c.OpenSession != nil {
+		out = append(out, *c.OpenSession)
+	}
+	if c.ChangeConfig != nil {
+		out = append(out, *c.ChangeConfig)
+	}
+	if c.CloseSession != nil {
+		out = append(out, *c.CloseSession)
+	}
+	if c.StartRun != nil {
+		out = append(out, *c.StartRun)
+	}
+	if c.Steer != nil {
+		out = append(out, *c.Steer)
+	}
+	if c.CancelRun != nil {
+		out = append(out, *c.CancelRun)
+	}
+	if c.AppendContext != nil {
+		out = append(out, *c.AppendContext)
+	}
+	if c.RemoveContext != nil {
+		out = append(out, *c.RemoveContext)
+	}
+	if len(out) != 1 {
+		return nil, fmt.Errorf("a command must set exactly one field, got %d", len(out))
+	}
+	return out[0], nil
+}
+
+// SubmitResult is an admitted command's outcome.
+type SubmitResult struct {
+	RunID     string          `json:"runId,omitempty"`
+	Status    string          `json:"status,omitempty"`
+	Duplicate bool            `json:"duplicate,omitempty"`
+	Proposals []core.Proposal `json:"proposals,omitempty"`
+}
+
+// Status is what the status query answers, from the workflow's state.
+type Status struct {
+	SessionID       string              `json:"sessionId"`
+	Closed          bool                `json:"closed"`
+	Model           core.ModelSelection `json:"model"`
+	Tools           []string            `json:"tools,omitempty"`
+	ContextRevision int64               `json:"contextRevision"`
+	Head            int64               `json:"head"`
+	ActiveRun       string              `json:"activeRun,omitempty"`
+	Queued          []string            `json:"queued"`
+}
+
+// RehydrateIn names the session whose state to rebuild.
+type RehydrateIn struct {
+	Universe  string `json:"universe"`
+	SessionID string `json:"sessionId"`
+}
+
+// RehydrateOut is the session's reducer state as a checkpoint (facts and
+// refs, never conversation bytes); empty when the session has no events yet.
+type RehydrateOut struct {
+	Checkpoint json.RawMessage `json:"checkpoint,omitempty"`
+}
+
+// AppendIn are proposals to store after ExpectedHead.
+type AppendIn struct {
+	Universe     string          `json:"universe"`
+	SessionID    string          `json:"sessionId"`
+	ExpectedHead int64           `json:"expectedHead"`
+	Proposals    []core.Proposal `json:"proposals"`
+}
+
+// AppendOut says where the proposals were stored: seqs ExpectedHead+1….
+type AppendOut struct {
+	Head int64 `json:"head"`
+}
+
+// GenerateIn names a planned turn. The activity rebuilds its context from the
+// log at Head and checks it against Fingerprint before calling the provider.
+type GenerateIn struct {
+	Universe    string `json:"universe"`
+	SessionID   string `json:"sessionId"`
+	Head        int64  `json:"head"`
+	RunID       string `json:"runId"`
+	Turn        int    `json:"turn"`
+	Fingerprint string `json:"fingerprint"`
+}
+
+// ToolIn is one tool call of a turn.
+type ToolIn struct {
+	Universe  string        `json:"universe"`
+	SessionID string        `json:"sessionId"`
+	RunID     string        `json:"runId"`
+	Turn      int           `json:"turn"`
+	Call      core.ToolCall `json:"call"`
+}

@@ -1,0 +1,353 @@
+package temporal
+
+import (
+	"errors"
+	"strconv"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/cairn-agents/cairn/core"
+)
+
+// Defaults of the session workflow.
+const (
+	defaultHeartbeatTimeout   = 30 * time.Second
+	defaultContinueAsNewAfter = 2000
+)
+
+// session is one workflow run's state: the core's drive, the work in flight
+// and a flag the main loop waits on.
+type session struct {
+	args     SessionArgs
+	drive    *core.Drive
+	mu       workflow.Mutex
+	inflight map[string]flight
+	dirty    bool
+}
+
+type flight struct {
+	runID, callID string
+	turn          int
+	cancel        workflow.CancelFunc
+}
+
+// SessionWorkflow drives one session until it closes, continuing as new when
+// idle with a long history.
+func SessionWorkflow(ctx workflow.Context, args SessionArgs) error {
+	s := &session{args: args, mu: workflow.NewMutex(ctx), inflight: map[string]flight{}}
+	// Handlers first: an update that arrives with the first workflow task
+	// must find its handler; it waits there until the state is loaded.
+	if err := workflow.SetQueryHandler(ctx, QueryStatus, s.status); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateSubmit, s.submit,
+		workflow.UpdateHandlerOptions{Validator: s.validate}); err != nil {
+		return err
+	}
+	if err := s.rehydrate(ctx); err != nil {
+		return err
+	}
+	for {
+		if err := s.mu.Lock(ctx); err != nil {
+			return err
+		}
+		s.pump(ctx)
+		closed := s.drive.State().Closed && len(s.inflight) == 0
+		s.mu.Unlock()
+		if closed {
+			return workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
+		}
+		if s.idle() && s.historyLong(ctx) {
+			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+				return err
+			}
+			if s.idle() {
+				return workflow.NewContinueAsNewError(ctx, WorkflowName, args)
+			}
+		}
+		if err := workflow.Await(ctx, func() bool { return s.dirty }); err != nil {
+			return err
+		}
+		s.dirty = false
+	}
+}
+
+// rehydrate rebuilds the drive from the log, through an activity.
+func (s *session) rehydrate(ctx workflow.Context) error {
+	var out RehydrateOut
+	err := workflow.ExecuteActivity(shortActivity(ctx), "Rehydrate", RehydrateIn{Universe: s.args.Universe, SessionID: s.args.SessionID}).Get(ctx, &out)
+	if err != nil {
+		return err
+	}
+	state := core.NewState()
+	if len(out.Checkpoint) > 0 {
+		if state, err = core.DecodeCheckpoint(out.Checkpoint); err != nil {
+			return err
+		}
+	}
+	s.drive = core.NewDrive(state)
+	return nil
+}
+
+func (s *session) idle() bool {
+	st := s.drive.State()
+	return len(s.inflight) == 0 && !st.HasWork()
+}
+
+func (s *session) historyLong(ctx workflow.Context) bool {
+	info := workflow.GetInfo(ctx)
+	limit := s.args.ContinueAsNewAfter
+	if limit <= 0 {
+		limit = defaultContinueAsNewAfter
+	}
+	return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > limit
+}
+
+func nowMs(ctx workflow.Context) int64 { return workflow.Now(ctx).UnixMilli() }
+
+// pump persists the core's own steps and dispatches the work it asks for.
+// The caller holds s.mu.
+func (s *session) pump(ctx workflow.Context) {
+	for {
+		in := s.drive.Next(nowMs(ctx))
+		switch in.Kind {
+		case core.IntentAppend:
+			if err := s.commit(ctx, in); err != nil {
+				workflow.GetLogger(ctx).Error("append failed", "session", s.args.SessionID, "error", err)
+				return
+			}
+		case core.IntentGenerate:
+			s.dispatchGenerate(ctx, *in.Generate)
+			return
+		case core.IntentInvokeTools:
+			for _, c := range in.Tools.Calls {
+				s.dispatchTool(ctx, in.Tools.RunID, in.Tools.Turn, c)
+			}
+			return
+		default:
+			return
+		}
+	}
+}
+
+// commit appends one intent's proposals through the Append activity and
+// applies them with the seqs the store gave them. A conflicting log (another
+// writer) rebuilds the state from the log.
+func (s *session) commit(ctx workflow.Context, in core.Intent) error {
+	var out AppendOut
+	err := workflow.ExecuteActivity(shortActivity(ctx), "Append", AppendIn{
+		Universe: s.args.Universe, SessionID: s.args.SessionID, ExpectedHead: in.ExpectedHead, Proposals: in.Proposals,
+	}).Get(ctx, &out)
+	if err != nil {
+		s.drive.Abandon()
+		var appErr *temporal.ApplicationError
+		if errors.As(err, &appErr) && appErr.Type() == errAppendConflict {
+			if rerr := s.rehydrate(ctx); rerr != nil {
+				return rerr
+			}
+		}
+		return err
+	}
+	events := make([]core.Event, len(in.Proposals))
+	for i, p := range in.Proposals {
+		events[i] = p.Committed(in.ExpectedHead + int64(i) + 1)
+	}
+	if err := s.drive.Committed(events); err != nil {
+		return err
+	}
+	s.dirty = true
+	s.cancelStale()
+	return nil
+}
+
+// flush commits steps the core proposed on its own before a command is admitted.
+func (s *session) flush(ctx workflow.Context) {
+	for {
+		in := s.drive.Next(nowMs(ctx))
+		if in.Kind != core.IntentAppend || s.commit(ctx, in) != nil {
+			return
+		}
+	}
+}
+
+// admitAndCommit admits a command and appends its proposals. The caller holds s.mu.
+func (s *session) admitAndCommit(ctx workflow.Context, cmd core.Command) (core.Admission, error) {
+	s.flush(ctx)
+	adm, err := s.drive.Admit(cmd)
+	if err != nil || len(adm.Proposals) == 0 {
+		return adm, err
+	}
+	return adm, s.commit(ctx, s.drive.Next(nowMs(ctx)))
+}
+
+// cancelStale cancels in-flight work whose turn or call is no longer open.
+func (s *session) cancelStale() {
+	st := s.drive.State()
+	for key, f := range s.inflight {
+		r := st.ActiveRun()
+		open := r != nil && r.ID == f.runID && r.Turn != nil && r.Turn.N == f.turn && !r.Turn.Completed
+		if open && f.callID != "" {
+			open = false
+			for _, c := range st.OpenCalls() {
+				open = open || c.CallID == f.callID
+			}
+		}
+		if !open {
+			f.cancel()
+			delete(s.inflight, key)
+		}
+	}
+}
+
+func flightKey(runID string, turn int, callID string) string {
+	return runID + "/" + strconv.Itoa(turn) + "/" + callID
+}
+
+func (s *session) dispatchGenerate(ctx workflow.Context, w core.GenerateWork) {
+	key := flightKey(w.RunID, w.Turn, "")
+	if _, busy := s.inflight[key]; busy {
+		return
+	}
+	actCtx, cancel := workflow.WithCancel(s.longActivity(ctx, 5))
+	s.inflight[key] = flight{runID: w.RunID, turn: w.Turn, cancel: cancel}
+	in := GenerateIn{Universe: s.args.Universe, SessionID: s.args.SessionID, Head: s.drive.State().Head,
+		RunID: w.RunID, Turn: w.Turn, Fingerprint: w.Fingerprint}
+	workflow.Go(ctx, func(gctx workflow.Context) {
+		var res core.GenerationResult
+		err := workflow.ExecuteActivity(actCtx, "Generate", in).Get(gctx, &res)
+		if err != nil {
+			res = failedGeneration(w, err)
+		}
+		s.deliver(gctx, key, res)
+	})
+}
+
+// failedGeneration is the result of a generation whose attempts ran out.
+func failedGeneration(w core.GenerateWork, err error) core.GenerationResult {
+	f := core.Failure{Kind: "model_call_failed", Message: "the model call failed at the runtime boundary", Ref: &core.ModelFailedRef}
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && appErr.Type() == errRetryableProvider {
+		f = core.Failure{Kind: "provider_error", Message: appErr.Message()}
+	}
+	return core.GenerationResult{RunID: w.RunID, Turn: w.Turn, Finish: "error", Failure: &f}
+}
+
+func (s *session) dispatchTool(ctx workflow.Context, runID string, turn int, call core.ToolCall) {
+	key := flightKey(runID, turn, call.CallID)
+	if _, busy := s.inflight[key]; busy {
+		return
+	}
+	actCtx, cancel := workflow.WithCancel(s.longActivity(ctx, 3))
+	s.inflight[key] = flight{runID: runID, turn: turn, callID: call.CallID, cancel: cancel}
+	in := ToolIn{Universe: s.args.Universe, SessionID: s.args.SessionID, RunID: runID, Turn: turn, Call: call}
+	workflow.Go(ctx, func(gctx workflow.Context) {
+		var res core.ToolResult
+		if err := workflow.ExecuteActivity(actCtx, "InvokeTool", in).Get(gctx, &res); err != nil {
+			res = core.ToolResult{RunID: runID, Turn: turn, CallID: call.CallID, Status: core.CallFailed,
+				Result: core.EntryInput{Content: core.ToolFailedRef, TokenEstimate: core.TokenEstimate{Tokens: int64(len(core.ToolFailedBytes)+3)/4 + 4, Quality: core.EstimateHeuristic}, Preview: "tool failed"}}
+		}
+		s.deliver(gctx, key, res)
+	})
+}
+
+// deliver admits a finished activity's result; the result of cancelled work
+// is discarded.
+func (s *session) deliver(ctx workflow.Context, key string, cmd core.Command) {
+	if err := s.mu.Lock(ctx); err != nil {
+		return
+	}
+	defer s.mu.Unlock()
+	if _, live := s.inflight[key]; !live {
+		return
+	}
+	delete(s.inflight, key)
+	switch c := cmd.(type) {
+	case core.GenerationResult:
+		c.AtMs = nowMs(ctx)
+		cmd = c
+	case core.ToolResult:
+		c.AtMs = nowMs(ctx)
+		cmd = c
+	}
+	if _, err := s.admitAndCommit(ctx, cmd); err != nil {
+		workflow.GetLogger(ctx).Info("result not admitted", "work", key, "error", err)
+	}
+	s.dirty = true
+}
+
+// validate rejects a command before it is accepted into history. Before the
+// state is loaded it lets the command through; submit decides then.
+func (s *session) validate(ctx workflow.Context, cmd Command) error {
+	c, err := cmd.Unwrap()
+	if err != nil || s.drive == nil {
+		return err
+	}
+	_, err = core.Admit(s.drive.State(), c)
+	return rejectionError(err)
+}
+
+// submit admits a client command and appends its events before answering.
+func (s *session) submit(ctx workflow.Context, cmd Command) (SubmitResult, error) {
+	c, err := cmd.Unwrap()
+	if err != nil {
+		return SubmitResult{}, err
+	}
+	if err := workflow.Await(ctx, func() bool { return s.drive != nil }); err != nil {
+		return SubmitResult{}, err
+	}
+	if err := s.mu.Lock(ctx); err != nil {
+		return SubmitResult{}, err
+	}
+	defer s.mu.Unlock()
+	adm, err := s.admitAndCommit(ctx, c)
+	if err != nil {
+		return SubmitResult{}, rejectionError(err)
+	}
+	s.dirty = true
+	return SubmitResult{RunID: adm.RunID, Status: adm.Status, Duplicate: adm.Duplicate, Proposals: adm.Proposals}, nil
+}
+
+// rejectionError carries a core rejection across Temporal as a typed,
+// non-retryable application error.
+func rejectionError(err error) error {
+	var rej *core.Rejection
+	if !errors.As(err, &rej) {
+		return err
+	}
+	return temporal.NewApplicationErrorWithOptions(rej.Message, rejectionPrefix+rej.Kind,
+		temporal.ApplicationErrorOptions{NonRetryable: true, Details: []any{rej.Expected, rej.Actual}})
+}
+
+func (s *session) status() (Status, error) {
+	if s.drive == nil {
+		return Status{}, errors.New("session state is still loading")
+	}
+	st := s.drive.State()
+	out := Status{SessionID: st.SessionID, Closed: st.Closed, Model: st.Config.Model, Tools: st.Config.Tools,
+		ContextRevision: st.Revision, Head: st.Head, ActiveRun: st.Active, Queued: append([]string{}, st.Queue...)}
+	return out, nil
+}
+
+func shortActivity(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
+	})
+}
+
+// longActivity is for model and tool calls: heartbeats detect a dead worker
+// quickly; attempts are bounded so a broken provider fails the turn.
+func (s *session) longActivity(ctx workflow.Context, attempts int32) workflow.Context {
+	hb := time.Duration(s.args.HeartbeatTimeoutMs) * time.Millisecond
+	if hb <= 0 {
+		hb = defaultHeartbeatTimeout
+	}
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 10 * time.Minute,
+		HeartbeatTimeout:    hb,
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute,
+			MaximumAttempts: attempts},
+	})
+}
