@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/cairn-agents/cairn/provider/rawjson"
 	"strconv"
 
 	"github.com/cairn-agents/cairn/blob"
@@ -80,7 +81,7 @@ func Decode(ctx context.Context, blobs blob.Store, body []byte) (provider.Output
 		return provider.Output{}, &DecodeError{Reason: "response has no choices"}
 	}
 	choice := env.Choices[0]
-	msg, err := objectMembers(choice.Message)
+	msg, err := rawjson.ObjectMembers(choice.Message)
 	if err != nil {
 		return provider.Output{}, &DecodeError{Reason: "choices[0].message", Err: err}
 	}
@@ -105,8 +106,8 @@ func Decode(ctx context.Context, blobs blob.Store, body []byte) (provider.Output
 	// Split the message: reasoning and tool calls become their own entries,
 	// everything else stays together as the message blob.
 	var (
-		kept          []member
-		reasoning     *member
+		kept          []rawjson.Member
+		reasoning     *rawjson.Member
 		toolCallsJSON []byte
 	)
 	for i := range msg {
@@ -116,11 +117,11 @@ func Decode(ctx context.Context, blobs blob.Store, body []byte) (provider.Output
 			toolCallsJSON = m.Value
 			continue
 		case fieldReasoningContent, fieldReasoning:
-			if s, ok := rawString(m.Value); ok && s != "" && reasoning == nil {
+			if s, ok := rawjson.String(m.Value); ok && s != "" && reasoning == nil {
 				reasoning = &msg[i]
 				continue
 			}
-			if isNull(m.Value) || string(m.Value) == `""` {
+			if rawjson.IsNull(m.Value) || string(m.Value) == `""` {
 				continue // carries nothing; dropping it loses nothing
 			}
 			// A second or non-string reasoning value stays in the message blob:
@@ -132,11 +133,11 @@ func Decode(ctx context.Context, blobs blob.Store, body []byte) (provider.Output
 	if reasoning != nil {
 		var buf bytes.Buffer
 		buf.WriteString(`{"field":`)
-		writeString(&buf, reasoning.Name)
+		rawjson.WriteString(&buf, reasoning.Name)
 		buf.WriteString(`,"text":`)
 		buf.Write(reasoning.Value)
 		buf.WriteByte('}')
-		text, _ := rawString(reasoning.Value)
+		text, _ := rawjson.String(reasoning.Value)
 		e, err := putEntry(ctx, blobs, buf.Bytes(), ProviderKindReasoning, core.EntryReasoning, text)
 		if err != nil {
 			return provider.Output{}, err
@@ -145,7 +146,7 @@ func Decode(ctx context.Context, blobs blob.Store, body []byte) (provider.Output
 	}
 
 	var mbuf bytes.Buffer
-	writeObject(&mbuf, kept)
+	rawjson.WriteObject(&mbuf, kept)
 	visible, refusal := messageText(kept)
 	me, err := putEntry(ctx, blobs, mbuf.Bytes(), ProviderKindMessage, core.EntryMessage, visible)
 	if err != nil {
@@ -153,8 +154,8 @@ func Decode(ctx context.Context, blobs blob.Store, body []byte) (provider.Output
 	}
 	out.Entries = append(out.Entries, me)
 
-	if !isNull(toolCallsJSON) {
-		calls, err := arrayElements(toolCallsJSON)
+	if !rawjson.IsNull(toolCallsJSON) {
+		calls, err := rawjson.ArrayElements(toolCallsJSON)
 		if err != nil {
 			return provider.Output{}, &DecodeError{Reason: "message.tool_calls", Err: err}
 		}
@@ -181,26 +182,26 @@ func Decode(ctx context.Context, blobs blob.Store, body []byte) (provider.Output
 
 // decodeToolCall stores one raw tool call object and its arguments.
 func decodeToolCall(ctx context.Context, blobs blob.Store, raw []byte) (core.EntryInput, core.ToolCall, error) {
-	ms, err := objectMembers(raw)
+	ms, err := rawjson.ObjectMembers(raw)
 	if err != nil {
 		return core.EntryInput{}, core.ToolCall{}, err
 	}
-	id, ok := rawString(lookup(ms, "id"))
+	id, ok := rawjson.String(rawjson.Lookup(ms, "id"))
 	if !ok || id == "" {
 		return core.EntryInput{}, core.ToolCall{}, fmt.Errorf("missing id")
 	}
-	fn, err := objectMembers(lookup(ms, "function"))
+	fn, err := rawjson.ObjectMembers(rawjson.Lookup(ms, "function"))
 	if err != nil {
 		return core.EntryInput{}, core.ToolCall{}, fmt.Errorf("function: %w", err)
 	}
-	name, ok := rawString(lookup(fn, "name"))
+	name, ok := rawjson.String(rawjson.Lookup(fn, "name"))
 	if !ok || name == "" {
 		return core.EntryInput{}, core.ToolCall{}, fmt.Errorf("missing function.name")
 	}
-	argsRaw := lookup(fn, "arguments")
+	argsRaw := rawjson.Lookup(fn, "arguments")
 	args := "{}" // a call without arguments is a call with an empty object
-	if !isNull(argsRaw) {
-		if args, ok = rawString(argsRaw); !ok {
+	if !rawjson.IsNull(argsRaw) {
+		if args, ok = rawjson.String(argsRaw); !ok {
 			return core.EntryInput{}, core.ToolCall{}, fmt.Errorf("function.arguments is not a string")
 		}
 	}

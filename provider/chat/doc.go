@@ -12,7 +12,7 @@
 //   - a message entry (kind message, role assistant). Blob: ProviderKindMessage,
 //     application/json: the message object itself, members in the order
 //     received, minus `tool_calls` and the stored reasoning field. content,
-//     refusal and annotations stay together here; every member's value keeps
+//     refusal and annotations stay together here; every rawjson.Member's value keeps
 //     its bytes (insignificant whitespace removed).
 //   - one tool_call entry per tool call (CallID and ToolName set). Blob:
 //     ProviderKindToolCall, application/json: the raw tool call object

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/cairn-agents/cairn/provider/rawjson"
 	"strings"
 
 	"github.com/cairn-agents/cairn/blob"
@@ -50,7 +51,7 @@ func Lower(ctx context.Context, blobs blob.Store, req provider.Request, opts Low
 	}
 	var buf bytes.Buffer
 	buf.WriteString(`{"model":`)
-	writeString(&buf, req.Model.Model)
+	rawjson.WriteString(&buf, req.Model.Model)
 	buf.WriteString(`,"messages":[`)
 	for i, m := range msgs {
 		if i > 0 {
@@ -71,9 +72,9 @@ func Lower(ctx context.Context, blobs blob.Store, req provider.Request, opts Low
 		}
 		buf.WriteByte(']')
 	}
-	if key := PromptCacheKey(req.SessionID); key != "" {
+	if key := provider.PromptCacheKey(req.SessionID); key != "" {
 		buf.WriteString(`,"prompt_cache_key":`)
-		writeString(&buf, key)
+		rawjson.WriteString(&buf, key)
 	}
 	buf.WriteByte('}')
 	return buf.Bytes(), nil
@@ -84,13 +85,13 @@ func writeTool(buf *bytes.Buffer, t provider.Tool) error {
 		return fmt.Errorf("chat: tool without a name")
 	}
 	buf.WriteString(`{"type":"function","function":{"name":`)
-	writeString(buf, t.Name)
+	rawjson.WriteString(buf, t.Name)
 	if t.Description != "" {
 		buf.WriteString(`,"description":`)
-		writeString(buf, t.Description)
+		rawjson.WriteString(buf, t.Description)
 	}
 	if len(bytes.TrimSpace(t.Parameters)) > 0 {
-		params, err := compactRaw(t.Parameters)
+		params, err := rawjson.Compact(t.Parameters)
 		if err != nil {
 			return fmt.Errorf("chat: tool %q: parameters: %w", t.Name, err)
 		}
@@ -128,7 +129,7 @@ func lowerMessages(ctx context.Context, blobs blob.Store, entries []core.Entry, 
 	if len(system) > 0 {
 		var b bytes.Buffer
 		b.WriteString(`{"role":"system","content":`)
-		writeString(&b, strings.Join(system, "\n\n"))
+		rawjson.WriteString(&b, strings.Join(system, "\n\n"))
 		b.WriteByte('}')
 		out = append(out, b.Bytes())
 	}
@@ -213,9 +214,9 @@ func lowerPlain(e core.Entry, load func(core.Entry) ([]byte, error)) ([]byte, er
 			return nil, &UnsupportedEntryError{e.ID, e.Kind, "tool result of media type " + e.Content.MediaType}
 		}
 		b.WriteString(`{"role":"tool","tool_call_id":`)
-		writeString(&b, e.CallID)
+		rawjson.WriteString(&b, e.CallID)
 		b.WriteString(`,"content":`)
-		writeString(&b, string(data))
+		rawjson.WriteString(&b, string(data))
 		b.WriteByte('}')
 	case core.EntryMessage, core.EntryCatalog, core.EntrySkillActivation, core.EntrySummary:
 		text, err := entryText(e, load)
@@ -227,7 +228,7 @@ func lowerPlain(e core.Entry, load func(core.Entry) ([]byte, error)) ([]byte, er
 			role = core.RoleAssistant
 		}
 		b.WriteString(`{"role":"` + role + `","content":`)
-		writeString(&b, text)
+		rawjson.WriteString(&b, text)
 		b.WriteByte('}')
 	default:
 		return nil, &UnsupportedEntryError{e.ID, e.Kind, "no Chat Completions form for this kind"}
@@ -270,51 +271,51 @@ type group struct {
 // a request may carry (say, reasoning alone, or a message removed from context
 // that left only its reasoning).
 func (g *group) lower(load func(core.Entry) ([]byte, error), opts LowerOptions) ([]byte, error) {
-	var msg []member
+	var msg []rawjson.Member
 	if g.message != nil {
 		data, err := load(*g.message)
 		if err != nil {
 			return nil, err
 		}
-		if msg, err = objectMembers(data); err != nil {
+		if msg, err = rawjson.ObjectMembers(data); err != nil {
 			return nil, fmt.Errorf("chat: entry %s: stored message: %w", g.message.ID, err)
 		}
 	}
-	contentV := lookup(msg, "content")
-	refusal := lookup(msg, "refusal")
-	name := lookup(msg, "name")
-	audio := lookup(msg, "audio")
-	functionCall := lookup(msg, "function_call")
-	if len(g.calls) == 0 && isNull(contentV) && isNull(refusal) && isNull(functionCall) && isNull(audio) {
+	contentV := rawjson.Lookup(msg, "content")
+	refusal := rawjson.Lookup(msg, "refusal")
+	name := rawjson.Lookup(msg, "name")
+	audio := rawjson.Lookup(msg, "audio")
+	functionCall := rawjson.Lookup(msg, "function_call")
+	if len(g.calls) == 0 && rawjson.IsNull(contentV) && rawjson.IsNull(refusal) && rawjson.IsNull(functionCall) && rawjson.IsNull(audio) {
 		return nil, nil
 	}
 
 	var b bytes.Buffer
 	b.WriteString(`{"role":"assistant","content":`)
-	if isNull(contentV) {
+	if rawjson.IsNull(contentV) {
 		b.WriteString("null") // absent ≡ null; some servers require the key
 	} else {
 		b.Write(contentV)
 	}
-	if !isNull(refusal) {
+	if !rawjson.IsNull(refusal) {
 		b.WriteString(`,"refusal":`)
 		b.Write(refusal)
 	}
-	if !isNull(name) {
+	if !rawjson.IsNull(name) {
 		b.WriteString(`,"name":`)
 		b.Write(name)
 	}
-	if !isNull(audio) {
+	if !rawjson.IsNull(audio) {
 		// A request refers to earlier audio by id only; the response's data,
 		// transcript and expiry are output fields.
-		am, err := objectMembers(audio)
-		if err == nil && !isNull(lookup(am, "id")) {
+		am, err := rawjson.ObjectMembers(audio)
+		if err == nil && !rawjson.IsNull(rawjson.Lookup(am, "id")) {
 			b.WriteString(`,"audio":{"id":`)
-			b.Write(lookup(am, "id"))
+			b.Write(rawjson.Lookup(am, "id"))
 			b.WriteByte('}')
 		}
 	}
-	if !isNull(functionCall) {
+	if !rawjson.IsNull(functionCall) {
 		b.WriteString(`,"function_call":`)
 		b.Write(functionCall)
 	}
@@ -323,13 +324,13 @@ func (g *group) lower(load func(core.Entry) ([]byte, error), opts LowerOptions) 
 		if err != nil {
 			return nil, err
 		}
-		rm, err := objectMembers(data)
+		rm, err := rawjson.ObjectMembers(data)
 		if err != nil {
 			return nil, fmt.Errorf("chat: entry %s: stored reasoning: %w", g.reasoning.ID, err)
 		}
-		if text := lookup(rm, "text"); !isNull(text) {
+		if text := rawjson.Lookup(rm, "text"); !rawjson.IsNull(text) {
 			b.WriteByte(',')
-			writeString(&b, opts.ReasoningField)
+			rawjson.WriteString(&b, opts.ReasoningField)
 			b.WriteByte(':')
 			b.Write(text)
 		}
@@ -341,7 +342,7 @@ func (g *group) lower(load func(core.Entry) ([]byte, error), opts LowerOptions) 
 			if err != nil {
 				return nil, err
 			}
-			raw, err := compactRaw(data)
+			raw, err := rawjson.Compact(data)
 			if err != nil || len(raw) == 0 || raw[0] != '{' {
 				return nil, fmt.Errorf("chat: entry %s: stored tool call is not a JSON object", c.ID)
 			}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"github.com/cairn-agents/cairn/provider/rawjson"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -160,7 +161,7 @@ func TestFoldingIsContiguous(t *testing.T) {
 	msgs := requestMessages(t, lower(t, b, LowerOptions{ReasoningField: "reasoning_content"}))
 	var roles []string
 	for _, m := range msgs {
-		r, _ := rawString(m["role"])
+		r, _ := rawjson.String(m["role"])
 		roles = append(roles, r)
 	}
 	if got := strings.Join(roles, ","); got != "user,assistant,assistant,tool,assistant,tool,tool" {
@@ -254,28 +255,28 @@ func TestLowerRejectsWhatItCannotExpress(t *testing.T) {
 }
 
 func TestPromptCacheKey(t *testing.T) {
-	if PromptCacheKey("sess-01") != "sess-01" || PromptCacheKey("") != "" {
+	if provider.PromptCacheKey("sess-01") != "sess-01" || provider.PromptCacheKey("") != "" {
 		t.Fatal("short ids are used as is")
 	}
 	exact := strings.Repeat("a", 64)
-	if PromptCacheKey(exact) != exact {
+	if provider.PromptCacheKey(exact) != exact {
 		t.Fatal("64 characters fit")
 	}
 	rng := rand.New(rand.NewSource(1))
 	seen := map[string]bool{}
 	for i := 0; i < 200; i++ {
 		id := strings.Repeat("x", 65+rng.Intn(200)) + string(rune('a'+i%26)) + strings.Repeat("y", i)
-		k := PromptCacheKey(id)
+		k := provider.PromptCacheKey(id)
 		if len(k) > 64 || !strings.HasPrefix(k, "cairn-") || content.IsDigestString(k) || seen[k] {
 			t.Fatalf("key %q for a %d-char id", k, len(id))
 		}
-		if PromptCacheKey(id) != k {
+		if provider.PromptCacheKey(id) != k {
 			t.Fatal("not stable")
 		}
 		seen[k] = true
 	}
 	ref := content.Sum([]byte("x")).String()
-	if k := PromptCacheKey(ref); content.IsDigestString(k) || len(k) > 64 {
+	if k := provider.PromptCacheKey(ref); content.IsDigestString(k) || len(k) > 64 {
 		t.Fatalf("a ref-shaped id gave %q", k)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/cairn-agents/cairn/provider/rawjson"
 	"path/filepath"
 	"testing"
 
@@ -46,7 +47,7 @@ func checkPayload(t *testing.T, name, reasoningField string) {
 	// Entry order: reasoning, message, tool calls.
 	var origReasoningField string
 	for _, f := range []string{"reasoning_content", "reasoning"} {
-		if s, ok := rawString(orig[f]); ok && s != "" && origReasoningField == "" {
+		if s, ok := rawjson.String(orig[f]); ok && s != "" && origReasoningField == "" {
 			origReasoningField = f
 		}
 	}
@@ -62,10 +63,10 @@ func checkPayload(t *testing.T, name, reasoningField string) {
 		if string(rm["text"]) != string(orig[origReasoningField]) {
 			t.Fatalf("reasoning text bytes changed")
 		}
-		if s, _ := rawString(rm["field"]); s != origReasoningField {
+		if s, _ := rawjson.String(rm["field"]); s != origReasoningField {
 			t.Fatalf("reasoning field = %s, want %s", rm["field"], origReasoningField)
 		}
-		want, _ := rawString(orig[origReasoningField])
+		want, _ := rawjson.String(orig[origReasoningField])
 		if got, err := ProjectReasoning(stored); err != nil || got != want {
 			t.Fatalf("ProjectReasoning = %q, %v", got, err)
 		}
@@ -104,9 +105,9 @@ func checkPayload(t *testing.T, name, reasoningField string) {
 	}
 
 	// Projection: content, else refusal.
-	wantText, _ := rawString(orig["content"])
+	wantText, _ := rawjson.String(orig["content"])
 	if wantText == "" {
-		wantText, _ = rawString(orig["refusal"])
+		wantText, _ = rawjson.String(orig["refusal"])
 	}
 	if got, err := ProjectText(stored); err != nil || got != wantText {
 		t.Fatalf("ProjectText = %q, %v; want %q", got, err, wantText)
@@ -135,9 +136,9 @@ func checkPayload(t *testing.T, name, reasoningField string) {
 		}
 		om := members(t, oc)
 		fm := members(t, om["function"])
-		id, _ := rawString(om["id"])
-		fname, _ := rawString(fm["name"])
-		args, _ := rawString(fm["arguments"])
+		id, _ := rawjson.String(om["id"])
+		fname, _ := rawjson.String(fm["name"])
+		args, _ := rawjson.String(fm["arguments"])
 		if calls[j].CallID != id || calls[j].Name != fname {
 			t.Fatalf("tool call %d facts: %+v", j, calls[j])
 		}

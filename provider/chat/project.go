@@ -3,6 +3,7 @@ package chat
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/cairn-agents/cairn/provider/rawjson"
 	"strings"
 )
 
@@ -12,7 +13,7 @@ import (
 // ProjectText returns the visible text of a stored ProviderKindMessage blob:
 // its content, or its refusal when there is no content.
 func ProjectText(native []byte) (string, error) {
-	ms, err := objectMembers(native)
+	ms, err := rawjson.ObjectMembers(native)
 	if err != nil {
 		return "", fmt.Errorf("chat: project message: %w", err)
 	}
@@ -23,11 +24,11 @@ func ProjectText(native []byte) (string, error) {
 // ProjectReasoning returns the visible reasoning text of a stored
 // ProviderKindReasoning blob.
 func ProjectReasoning(native []byte) (string, error) {
-	ms, err := objectMembers(native)
+	ms, err := rawjson.ObjectMembers(native)
 	if err != nil {
 		return "", fmt.Errorf("chat: project reasoning: %w", err)
 	}
-	text, ok := rawString(lookup(ms, "text"))
+	text, ok := rawjson.String(rawjson.Lookup(ms, "text"))
 	if !ok {
 		return "", fmt.Errorf("chat: project reasoning: no text")
 	}
@@ -37,12 +38,12 @@ func ProjectReasoning(native []byte) (string, error) {
 // ProjectAnnotations returns the raw `annotations` array of a stored message
 // blob (url_citation objects and the like), or nil when it has none.
 func ProjectAnnotations(native []byte) (json.RawMessage, error) {
-	ms, err := objectMembers(native)
+	ms, err := rawjson.ObjectMembers(native)
 	if err != nil {
 		return nil, fmt.Errorf("chat: project annotations: %w", err)
 	}
-	v := lookup(ms, "annotations")
-	if isNull(v) {
+	v := rawjson.Lookup(ms, "annotations")
+	if rawjson.IsNull(v) {
 		return nil, nil
 	}
 	return json.RawMessage(v), nil
@@ -50,10 +51,10 @@ func ProjectAnnotations(native []byte) (json.RawMessage, error) {
 
 // messageText returns the visible text of message members (content, else the
 // refusal) and the refusal text on its own.
-func messageText(ms []member) (visible, refusal string) {
-	refusal, _ = rawString(lookup(ms, "refusal"))
-	c := lookup(ms, "content")
-	if s, ok := rawString(c); ok {
+func messageText(ms []rawjson.Member) (visible, refusal string) {
+	refusal, _ = rawjson.String(rawjson.Lookup(ms, "refusal"))
+	c := rawjson.Lookup(ms, "content")
+	if s, ok := rawjson.String(c); ok {
 		visible = s
 	} else if len(c) > 0 && c[0] == '[' {
 		// Content parts ([{"type":"text","text":…}]) as some servers return.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cairn-agents/cairn/provider/rawjson"
 	"io"
 	"net/http"
 	"net/url"
@@ -133,7 +134,7 @@ func errorMessage(body []byte) (msg, code string) {
 		var s string
 		switch {
 		case json.Unmarshal(v.Error, &obj) == nil && obj.Message != "":
-			code, _ = rawString(obj.Code)
+			code, _ = rawjson.String(obj.Code)
 			return obj.Message, code
 		case json.Unmarshal(v.Error, &s) == nil && s != "":
 			return s, ""

@@ -1,4 +1,7 @@
-package chat
+// Package rawjson reads JSON objects and arrays member by member, keeping each
+// value's exact bytes, so adapters can store and re-send native payloads
+// without round-tripping them through maps or SDK structs.
+package rawjson
 
 import (
 	"bytes"
@@ -7,21 +10,21 @@ import (
 )
 
 // Native payloads are never round-tripped through maps or SDK structs: a map
-// loses member order and a struct drops fields it does not know. These helpers
+// loses Member order and a struct drops fields it does not know. These helpers
 // split a JSON object or array into the exact bytes of its members, so stored
 // material can be re-emitted byte for byte.
 
-// member is one name/value pair of a JSON object, as written.
-type member struct {
+// Member is one name/value pair of a JSON object, as written.
+type Member struct {
 	Name    string // unescaped name, for matching
 	RawName []byte // the name token exactly as written, quotes included
-	Value   []byte // the value exactly as written (compacted: see compactRaw)
+	Value   []byte // the value exactly as written (compacted: see Compact)
 }
 
-// objectMembers returns the members of the JSON object raw, in order.
+// ObjectMembers returns the members of the JSON object raw, in order.
 // Values are compacted (insignificant whitespace removed; every token's bytes,
 // string escapes included, kept exactly).
-func objectMembers(raw []byte) ([]member, error) {
+func ObjectMembers(raw []byte) ([]Member, error) {
 	raw = bytes.TrimSpace(raw)
 	if !json.Valid(raw) {
 		return nil, fmt.Errorf("not valid JSON")
@@ -29,7 +32,7 @@ func objectMembers(raw []byte) ([]member, error) {
 	if len(raw) == 0 || raw[0] != '{' {
 		return nil, fmt.Errorf("not a JSON object")
 	}
-	var out []member
+	var out []Member
 	i := skipSpace(raw, 1)
 	if raw[i] == '}' {
 		return out, nil
@@ -44,11 +47,11 @@ func objectMembers(raw []byte) ([]member, error) {
 		i = skipSpace(raw, end)
 		i = skipSpace(raw, i+1) // past ':'
 		end = skipValue(raw, i)
-		val, err := compactRaw(raw[i:end])
+		val, err := Compact(raw[i:end])
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, member{Name: name, RawName: rawName, Value: val})
+		out = append(out, Member{Name: name, RawName: rawName, Value: val})
 		i = skipSpace(raw, end)
 		if raw[i] == '}' {
 			return out, nil
@@ -57,8 +60,8 @@ func objectMembers(raw []byte) ([]member, error) {
 	}
 }
 
-// arrayElements returns the compacted elements of the JSON array raw, in order.
-func arrayElements(raw []byte) ([][]byte, error) {
+// ArrayElements returns the compacted elements of the JSON array raw, in order.
+func ArrayElements(raw []byte) ([][]byte, error) {
 	raw = bytes.TrimSpace(raw)
 	if !json.Valid(raw) {
 		return nil, fmt.Errorf("not valid JSON")
@@ -73,7 +76,7 @@ func arrayElements(raw []byte) ([][]byte, error) {
 	}
 	for {
 		end := skipValue(raw, i)
-		val, err := compactRaw(raw[i:end])
+		val, err := Compact(raw[i:end])
 		if err != nil {
 			return nil, err
 		}
@@ -86,8 +89,8 @@ func arrayElements(raw []byte) ([][]byte, error) {
 	}
 }
 
-// writeObject writes members as a compact JSON object, names and values as held.
-func writeObject(buf *bytes.Buffer, ms []member) {
+// WriteObject writes members as a compact JSON object, names and values as held.
+func WriteObject(buf *bytes.Buffer, ms []Member) {
 	buf.WriteByte('{')
 	for i, m := range ms {
 		if i > 0 {
@@ -100,9 +103,9 @@ func writeObject(buf *bytes.Buffer, ms []member) {
 	buf.WriteByte('}')
 }
 
-// lookup returns the value of the last member named name (encoding/json's rule
+// Lookup returns the value of the last Member named name (encoding/json's rule
 // for duplicates), or nil.
-func lookup(ms []member, name string) []byte {
+func Lookup(ms []Member, name string) []byte {
 	var v []byte
 	for _, m := range ms {
 		if m.Name == name {
@@ -112,11 +115,11 @@ func lookup(ms []member, name string) []byte {
 	return v
 }
 
-// isNull reports whether a raw value is absent or JSON null.
-func isNull(v []byte) bool { return len(v) == 0 || string(v) == "null" }
+// IsNull reports whether a raw value is absent or JSON null.
+func IsNull(v []byte) bool { return len(v) == 0 || string(v) == "null" }
 
-// rawString decodes v when it is a JSON string.
-func rawString(v []byte) (string, bool) {
+// String decodes v when it is a JSON string.
+func String(v []byte) (string, bool) {
 	if len(v) == 0 || v[0] != '"' {
 		return "", false
 	}
@@ -127,10 +130,10 @@ func rawString(v []byte) (string, bool) {
 	return s, true
 }
 
-// compactRaw removes insignificant whitespace. Provider bodies are often
+// Compact removes insignificant whitespace. Provider bodies are often
 // pretty-printed; compacting keeps stored and re-sent bytes independent of
 // that while leaving every token, string escapes included, untouched.
-func compactRaw(v []byte) ([]byte, error) {
+func Compact(v []byte) ([]byte, error) {
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, v); err != nil {
 		return nil, err
@@ -138,9 +141,9 @@ func compactRaw(v []byte) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// writeString writes s as a JSON string without HTML escaping, so prose with
+// WriteString writes s as a JSON string without HTML escaping, so prose with
 // '<' or '&' is sent as written. The output is a pure function of s.
-func writeString(buf *bytes.Buffer, s string) {
+func WriteString(buf *bytes.Buffer, s string) {
 	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(s)           // a string always encodes

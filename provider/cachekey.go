@@ -1,4 +1,4 @@
-package chat
+package provider
 
 import (
 	"crypto/sha256"
