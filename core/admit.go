@@ -1,6 +1,7 @@
 package core
 
 import (
+	"github.com/cairn-agents/cairn/content"
 	"strings"
 )
 
@@ -59,6 +60,13 @@ func ValidateConfig(cfg SessionConfig) error {
 		return reject(RejectInvalidConfiguration, "model.apiKind %q is not one of %s, %s, %s", m.APIKind, APIChatCompletions, APIOpenAIResponses, APIAnthropicMessages)
 	case cfg.MaxTurns < 0:
 		return reject(RejectInvalidConfiguration, "maxTurns must not be negative")
+	case len(cfg.ProviderParams) > 0 && (len(cfg.ProviderParams) < 2 || cfg.ProviderParams[0] != '{'):
+		return reject(RejectInvalidConfiguration, "providerParams must be a JSON object")
+	}
+	if len(cfg.ProviderParams) > 0 {
+		if _, err := content.Canonical(cfg.ProviderParams); err != nil {
+			return reject(RejectInvalidConfiguration, "providerParams: %v", err)
+		}
 	}
 	for i, t := range cfg.Tools {
 		if t == "" {
@@ -71,6 +79,18 @@ func ValidateConfig(cfg SessionConfig) error {
 	return nil
 }
 
+// canonicalConfig validates a config and puts its provider parameters in
+// canonical form, so equal parameters always fingerprint alike.
+func canonicalConfig(cfg SessionConfig) (SessionConfig, error) {
+	if err := ValidateConfig(cfg); err != nil {
+		return cfg, err
+	}
+	if len(cfg.ProviderParams) > 0 {
+		cfg.ProviderParams, _ = content.Canonical(cfg.ProviderParams) // validated above
+	}
+	return cfg, nil
+}
+
 func admitOpen(s *State, c OpenSession) (Admission, error) {
 	if s.Opened {
 		return Admission{}, reject(RejectSessionExists, "session %s already exists", s.SessionID)
@@ -78,11 +98,12 @@ func admitOpen(s *State, c OpenSession) (Admission, error) {
 	if c.SessionID == "" {
 		return Admission{}, reject(RejectInvalidInput, "session id is required")
 	}
-	if err := ValidateConfig(c.Config); err != nil {
+	cfg, err := canonicalConfig(c.Config)
+	if err != nil {
 		return Admission{}, err
 	}
 	b := s.newBatch(c.AtMs)
-	b.add(KindSessionOpened, nil, SessionOpened{SessionID: c.SessionID, Config: c.Config})
+	b.add(KindSessionOpened, nil, SessionOpened{SessionID: c.SessionID, Config: cfg})
 	if c.Instructions != nil {
 		in := *c.Instructions
 		in.Kind, in.Key = EntryInstructions, InstructionKeyPrefix+"main"
@@ -98,14 +119,15 @@ func admitChangeConfig(s *State, c ChangeConfig) (Admission, error) {
 	if err := idleAndOpen(s); err != nil {
 		return Admission{}, err
 	}
-	if err := ValidateConfig(c.Config); err != nil {
+	cfg, err := canonicalConfig(c.Config)
+	if err != nil {
 		return Admission{}, err
 	}
-	if c.Config.Model.APIKind != s.Config.Model.APIKind {
+	if cfg.Model.APIKind != s.Config.Model.APIKind {
 		return Admission{}, reject(RejectInvalidConfiguration, "a session's API kind is fixed (%s); use a new session", s.Config.Model.APIKind)
 	}
 	b := s.newBatch(c.AtMs)
-	b.add(KindSessionConfigChanged, nil, SessionConfigChanged{Config: c.Config})
+	b.add(KindSessionConfigChanged, nil, SessionConfigChanged{Config: cfg})
 	return Admission{Proposals: b.props}, nil
 }
 

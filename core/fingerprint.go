@@ -24,6 +24,10 @@ func PlanFingerprint(cfg SessionConfig, entries []Entry) string {
 	field(cfg.Model.ProviderID)
 	field(cfg.Model.APIKind)
 	field(cfg.Model.Model)
+	if len(cfg.ProviderParams) > 0 { // absent params leave older fingerprints unchanged
+		field("params")
+		field(string(cfg.ProviderParams))
+	}
 	field(strconv.Itoa(len(cfg.Tools)))
 	for _, t := range cfg.Tools {
 		field(t)

@@ -1,6 +1,8 @@
 package core
 
 import (
+	"encoding/json"
+
 	"github.com/cairn-agents/cairn/content"
 )
 
@@ -59,6 +61,10 @@ type SessionConfig struct {
 	Tools []string `json:"tools,omitempty"`
 	// MaxTurns bounds the turns of one run; 0 means DefaultMaxTurns.
 	MaxTurns int `json:"maxTurns,omitempty"`
+	// ProviderParams are the API kind's request parameters (temperature,
+	// reasoning effort, cache TTL, …) as canonical JSON. The core keeps them
+	// opaque; the API kind's adapter validates them before admission.
+	ProviderParams json.RawMessage `json:"providerParams,omitempty"`
 }
 
 // Run statuses.

@@ -154,3 +154,21 @@ func TestIntentKind_String(t *testing.T) {
 		}
 	}
 }
+
+func TestSpec_ProviderParamsAreCanonicalAndPartOfTheFingerprint(t *testing.T) {
+	cfg := testConfig()
+	cfg.ProviderParams = []byte(`{ "temperature": 0.2, "extra": {"b":1,"a":2} }`)
+	h := newHarness(t, cfg)
+	if got := string(h.state().Config.ProviderParams); got != `{"extra":{"a":2,"b":1},"temperature":0.2}` {
+		t.Fatalf("stored params %s", got)
+	}
+	plain := core.PlanFingerprint(testConfig(), h.state().Context())
+	if core.PlanFingerprint(h.state().Config, h.state().Context()) == plain {
+		t.Fatal("provider params do not change the fingerprint")
+	}
+	bad := testConfig()
+	bad.ProviderParams = []byte(`[1]`)
+	if err := core.ValidateConfig(bad); err == nil {
+		t.Fatal("a non-object params value was accepted")
+	}
+}

@@ -27,6 +27,9 @@ type Request struct {
 	// Entries is the active context in request order (instructions first).
 	Entries []core.Entry
 	Tools   []Tool
+	// Params are the session's provider parameters for this API kind
+	// (canonical JSON, validated by the adapter's ValidateParams at admission).
+	Params json.RawMessage
 }
 
 // Output is what an adapter returns after writing native material to CAS.

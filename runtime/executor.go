@@ -40,6 +40,7 @@ func (x *Executor) Generate(ctx context.Context, sessionID string, w core.Genera
 		Model:     w.Config.Model,
 		Entries:   w.Entries,
 		Tools:     x.Tools.Definitions(w.Config.Tools),
+		Params:    w.Config.ProviderParams,
 	})
 	if err != nil {
 		return core.GenerationResult{}, err
