@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -300,11 +301,10 @@ func (s call) appendContext(ctx context.Context, p ContextAppendParams) (Context
 	if err != nil {
 		return ContextAppendResult{}, err
 	}
-	var applied core.ContextEntriesApplied
-	if err := json.Unmarshal(adm.Proposals[0].Payload, &applied); err != nil {
-		return ContextAppendResult{}, err
+	if len(adm.EntryIDs) != 1 {
+		return ContextAppendResult{}, fmt.Errorf("append admitted %d entries, want 1", len(adm.EntryIDs))
 	}
-	return ContextAppendResult{Revision: applied.BaseRevision + 1, EntryID: applied.Entries[0].ID}, nil
+	return ContextAppendResult{Revision: adm.Revision, EntryID: adm.EntryIDs[0]}, nil
 }
 
 func (s call) removeContext(ctx context.Context, p ContextRemoveParams) (ContextRemoveResult, error) {
@@ -318,11 +318,7 @@ func (s call) removeContext(ctx context.Context, p ContextRemoveParams) (Context
 	if err != nil {
 		return ContextRemoveResult{}, err
 	}
-	var removed core.ContextKeysRemoved
-	if err := json.Unmarshal(adm.Proposals[0].Payload, &removed); err != nil {
-		return ContextRemoveResult{}, err
-	}
-	return ContextRemoveResult{Revision: removed.BaseRevision + 1}, nil
+	return ContextRemoveResult{Revision: adm.Revision}, nil
 }
 
 func (s call) putBlob(ctx context.Context, p BlobPutParams) (BlobPutResult, error) {

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"encoding/json"
 	"github.com/cairn-agents/cairn/content"
 	"strings"
 )
@@ -10,6 +11,10 @@ import (
 type Admission struct {
 	RunID  string
 	Status string
+	// Revision is the context revision once the proposals are applied.
+	Revision int64
+	// EntryIDs are the ids of the context entries the proposals add.
+	EntryIDs []string
 	// Duplicate is set when a retried submission matched an earlier one; it
 	// proposes nothing.
 	Duplicate bool
@@ -20,6 +25,29 @@ type Admission struct {
 // a *Rejection and proposes nothing; an acceptance returns proposals that the
 // host must append and feed back before admitting anything else.
 func Admit(s *State, cmd Command) (Admission, error) {
+	a, err := admit(s, cmd)
+	if err != nil {
+		return a, err
+	}
+	a.Revision = s.Revision
+	for _, p := range a.Proposals {
+		switch p.Kind {
+		case KindContextEntriesApplied:
+			a.Revision++
+			var applied ContextEntriesApplied
+			if json.Unmarshal(p.Payload, &applied) == nil {
+				for _, e := range applied.Entries {
+					a.EntryIDs = append(a.EntryIDs, e.ID)
+				}
+			}
+		case KindContextEntriesRemoved, KindContextKeysRemoved:
+			a.Revision++
+		}
+	}
+	return a, nil
+}
+
+func admit(s *State, cmd Command) (Admission, error) {
 	if _, open := cmd.(OpenSession); !open && !s.Opened {
 		return Admission{}, reject(RejectUnknownReference, "session is not open")
 	}

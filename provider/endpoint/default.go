@@ -4,33 +4,33 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"net/url"
 	"os"
 	"strings"
 )
 
-// Built-in provider "openai".
-const (
-	OpenAIProviderID = "openai"
-	OpenAIBaseURL    = "https://api.openai.com/v1"
-	OpenAIKeyEnv     = "OPENAI_API_KEY"
-	OpenAIBaseURLEnv = "OPENAI_BASE_URL"
-)
-
-// publicOpenAIHost is the one host where a missing key is certainly a mistake.
-const publicOpenAIHost = "api.openai.com"
-
-// Default resolves the built-in "openai" provider from the environment and any
-// providers declared in a JSON config file:
+// Default resolves the built-in providers "openai" (OPENAI_API_KEY,
+// OPENAI_BASE_URL) and "anthropic" (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL)
+// from the environment, and any providers declared in a JSON config file:
 //
 //	{"providers": {"<id>": {"baseUrl": "...", "apiKeyEnv": "NAME", "apiKey": "...",
-//	                        "headers": {...}, "reasoningField": "reasoning_content"}}}
+//	                        "headers": {...}, "reasoningField": "reasoning_content",
+//	                        "apiKinds": ["chat_completions", "openai_responses", "anthropic_messages"]}}}
 //
-// A config entry for "openai" overrides the built-in field by field. The file
-// and environment are read on every Resolve, so keys can rotate underneath a
-// running process. A key is required when the base URL is the public OpenAI
-// API, or when the config names an apiKeyEnv; otherwise (a local Ollama, say)
-// the endpoint may have no key.
+// A config entry for a built-in id overrides it field by field. The file and
+// environment are read on every Resolve, so keys can rotate underneath a
+// running process.
+//
+// Rules, each enforced with a typed error:
+//   - A custom provider has exactly what its record says: no base URL, key or
+//     API kind is borrowed from a built-in, so it never silently falls back
+//     to OpenAI. Without "apiKinds" it admits chat_completions only.
+//   - baseUrl is https, or plain http on a loopback host only
+//     (*InsecureBaseURLError otherwise).
+//   - headers are non-secret; credential headers (Authorization, x-api-key,
+//     …) are refused, secrets come only from apiKeyEnv or apiKey.
+//   - A key is required when the base URL is a public provider API
+//     (api.openai.com, api.anthropic.com) or the record names an apiKeyEnv;
+//     otherwise (a local Ollama, say) the endpoint may have no key.
 type Default struct {
 	configPath string
 	getenv     func(string) string
@@ -59,16 +59,24 @@ type providerConfig struct {
 	APIKey         *string           `json:"apiKey"`
 	Headers        map[string]string `json:"headers"`
 	ReasoningField *string           `json:"reasoningField"`
+	APIKinds       *[]string         `json:"apiKinds"`
+}
+
+// ResolveFor resolves providerID for apiKind; see the package function.
+func (d *Default) ResolveFor(providerID, apiKind string) (Endpoint, error) {
+	return ResolveFor(d, providerID, apiKind)
 }
 
 // Resolve returns the endpoint for providerID, reading config and env afresh.
+// It does not check API kinds; adapters use ResolveFor.
 func (d *Default) Resolve(providerID string) (Endpoint, error) {
 	cfg, err := d.load()
 	if err != nil {
 		return Endpoint{}, err
 	}
 	pc, configured := cfg.Providers[providerID]
-	if providerID == "" || (!configured && providerID != OpenAIProviderID) {
+	bi, isBuiltin := builtins[providerID]
+	if providerID == "" || (!configured && !isBuiltin) {
 		return Endpoint{}, &UnknownProviderError{ProviderID: providerID}
 	}
 
@@ -76,22 +84,28 @@ func (d *Default) Resolve(providerID string) (Endpoint, error) {
 		baseURL, keyEnv, key, reasoning string
 		keyEnvDeclared                  bool
 		headers                         map[string]string
+		kinds                           = defaultCustomAPIKinds
+		urlSource                       = "config file " + d.configPath
 	)
-	if providerID == OpenAIProviderID {
-		baseURL = d.getenv(OpenAIBaseURLEnv)
-		if baseURL == "" {
-			baseURL = OpenAIBaseURL
+	if isBuiltin {
+		baseURL, kinds = bi.baseURL, bi.apiKinds
+		urlSource = "built-in default"
+		if v := d.getenv(bi.baseURLEnv); v != "" {
+			baseURL, urlSource = v, "environment variable "+bi.baseURLEnv
 		}
-		keyEnv = OpenAIKeyEnv
+		keyEnv = bi.keyEnv
 	}
 	if pc.BaseURL != nil {
-		baseURL = *pc.BaseURL
+		baseURL, urlSource = *pc.BaseURL, "config file "+d.configPath
 	}
 	if pc.APIKeyEnv != nil {
 		keyEnv, keyEnvDeclared = *pc.APIKeyEnv, true
 	}
 	if pc.ReasoningField != nil {
 		reasoning = *pc.ReasoningField
+	}
+	if pc.APIKinds != nil {
+		kinds = *pc.APIKinds
 	}
 	if len(pc.Headers) > 0 {
 		headers = make(map[string]string, len(pc.Headers))
@@ -106,10 +120,9 @@ func (d *Default) Resolve(providerID string) (Endpoint, error) {
 	if baseURL == "" {
 		return Endpoint{}, bad("baseUrl is required")
 	}
-	u, err := url.Parse(baseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		// The URL itself is not quoted: it may carry credentials.
-		return Endpoint{}, bad("baseUrl must be an absolute http or https URL")
+	u, err := checkBaseURL(providerID, baseURL, urlSource, bad)
+	if err != nil {
+		return Endpoint{}, err
 	}
 	switch reasoning {
 	case ReasoningNone, ReasoningContent, ReasoningPlain:
@@ -119,6 +132,17 @@ func (d *Default) Resolve(providerID string) (Endpoint, error) {
 	if pc.APIKeyEnv != nil && *pc.APIKeyEnv == "" {
 		return Endpoint{}, bad("apiKeyEnv is empty")
 	}
+	if len(kinds) == 0 {
+		return Endpoint{}, bad("apiKinds is empty; list the API kinds the provider speaks")
+	}
+	for _, k := range kinds {
+		if !isKnownAPIKind(k) {
+			return Endpoint{}, bad("apiKinds: unknown API kind (want " + strings.Join(knownAPIKinds, ", ") + ")")
+		}
+	}
+	if reason := checkHeaders(headers); reason != "" {
+		return Endpoint{}, bad(reason)
+	}
 
 	if keyEnv != "" {
 		key = d.getenv(keyEnv)
@@ -126,7 +150,7 @@ func (d *Default) Resolve(providerID string) (Endpoint, error) {
 	if key == "" && pc.APIKey != nil {
 		key = *pc.APIKey
 	}
-	if key == "" && (keyEnvDeclared || strings.EqualFold(u.Hostname(), publicOpenAIHost)) {
+	if key == "" && (keyEnvDeclared || isPublicHost(u.Hostname())) {
 		return Endpoint{}, &MissingKeyError{ProviderID: providerID, EnvVar: keyEnv}
 	}
 	return Endpoint{
@@ -134,7 +158,17 @@ func (d *Default) Resolve(providerID string) (Endpoint, error) {
 		APIKey:         key,
 		Headers:        headers,
 		ReasoningField: reasoning,
+		APIKinds:       append([]string(nil), kinds...),
 	}, nil
+}
+
+func isPublicHost(host string) bool {
+	for _, h := range publicHosts {
+		if strings.EqualFold(host, h) {
+			return true
+		}
+	}
+	return false
 }
 
 // load reads the config file, or returns an empty config when there is none.

@@ -154,14 +154,22 @@ func TestResolveRereadsKeysAndFile(t *testing.T) {
 
 func TestConfigErrorsAreTypedAndNeverQuoteSecrets(t *testing.T) {
 	cases := map[string]string{
-		"syntax":        `{"providers": {"x": {"baseUrl": "http://h/v1", "apiKey": "` + secret + `",}}}`,
-		"unknown field": `{"providers": {"x": {"baseUrl": "http://h/v1", "api_key": "` + secret + `"}}}`,
-		"bad url":       `{"providers": {"x": {"baseUrl": "ftp://user:` + secret + `@h/v1"}}}`,
-		"no url":        `{"providers": {"x": {"apiKey": "` + secret + `"}}}`,
-		"bad reasoning": `{"providers": {"x": {"baseUrl": "http://h/v1", "reasoningField": "thoughts"}}}`,
-		"empty key env": `{"providers": {"x": {"baseUrl": "http://h/v1", "apiKeyEnv": ""}}}`,
-		"wrong type":    `{"providers": {"x": {"baseUrl": "http://h/v1", "apiKey": 12345}}}`,
-		"trailing":      `{"providers": {}} {}`,
+		"syntax":            `{"providers": {"x": {"baseUrl": "https://h/v1", "apiKey": "` + secret + `",}}}`,
+		"unknown field":     `{"providers": {"x": {"baseUrl": "https://h/v1", "api_key": "` + secret + `"}}}`,
+		"bad url":           `{"providers": {"x": {"baseUrl": "ftp://user:` + secret + `@h/v1"}}}`,
+		"no url":            `{"providers": {"x": {"apiKey": "` + secret + `"}}}`,
+		"bad reasoning":     `{"providers": {"x": {"baseUrl": "https://h/v1", "reasoningField": "thoughts"}}}`,
+		"empty key env":     `{"providers": {"x": {"baseUrl": "https://h/v1", "apiKeyEnv": ""}}}`,
+		"wrong type":        `{"providers": {"x": {"baseUrl": "https://h/v1", "apiKey": 12345}}}`,
+		"trailing":          `{"providers": {}} {}`,
+		"empty apiKinds":    `{"providers": {"x": {"baseUrl": "https://h/v1", "apiKey": "` + secret + `", "apiKinds": []}}}`,
+		"unknown apiKind":   `{"providers": {"x": {"baseUrl": "https://h/v1", "apiKey": "` + secret + `", "apiKinds": ["completions"]}}}`,
+		"apiKinds type":     `{"providers": {"x": {"baseUrl": "https://h/v1", "apiKinds": "chat_completions"}}}`,
+		"auth header":       `{"providers": {"x": {"baseUrl": "https://h/v1", "headers": {"Authorization": "Bearer ` + secret + `"}}}}`,
+		"x-api-key header":  `{"providers": {"x": {"baseUrl": "https://h/v1", "headers": {"x-api-key": "` + secret + `"}}}}`,
+		"api-key header":    `{"providers": {"x": {"baseUrl": "https://h/v1", "headers": {"API-KEY": "` + secret + `"}}}}`,
+		"header line break": `{"providers": {"x": {"baseUrl": "https://h/v1", "headers": {"X-Note": "a\r\nX-Evil: ` + secret + `"}}}}`,
+		"header name":       `{"providers": {"x": {"baseUrl": "https://h/v1", "headers": {"` + secret + `: x": "v"}}}}`,
 	}
 	for name, body := range cases {
 		t.Run(name, func(t *testing.T) {

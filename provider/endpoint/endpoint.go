@@ -1,8 +1,8 @@
 // Package endpoint resolves where and how to reach a provider — base URL,
-// credentials, extra headers and per-endpoint wire choices — immediately before
-// provider I/O. Nothing here is ever written to the session log or to CAS: the
-// durable model selection names only a provider id, so keys can rotate and
-// endpoints can move without rewriting history.
+// credentials, extra headers, the API kinds it speaks and per-endpoint wire
+// choices — immediately before provider I/O. Nothing here is ever written to
+// the session log or to CAS: the durable model selection names only a provider
+// id, so keys can rotate and endpoints can move without rewriting history.
 package endpoint
 
 import (
@@ -23,15 +23,37 @@ const (
 // Endpoint is everything needed to talk to one provider right now.
 // It holds a secret: never log it with %#v of its fields; String redacts.
 type Endpoint struct {
-	// BaseURL has no trailing slash, e.g. "https://api.openai.com/v1".
+	// BaseURL has no trailing slash, e.g. "https://api.openai.com/v1" or
+	// "https://api.anthropic.com". Each adapter appends its API's path.
 	BaseURL string
-	// APIKey is sent as "Authorization: Bearer <key>" when non-empty.
+	// APIKey is the credential, sent the way the API kind expects
+	// ("Authorization: Bearer" for OpenAI kinds, "x-api-key" for Anthropic)
+	// when non-empty. It is the only secret an Endpoint holds.
 	APIKey string
-	// Headers are extra request headers (may carry secrets too).
+	// Headers are extra, non-secret request headers (an organization id, a
+	// beta flag). The config file refuses credential headers: secrets come
+	// only from apiKeyEnv or apiKey.
 	Headers map[string]string
 	// ReasoningField names the assistant-message field reasoning is re-sent
 	// under; "" means reasoning is kept in storage but not re-sent.
 	ReasoningField string
+	// APIKinds are the API kinds (core.APIChatCompletions, …) the provider
+	// admits. Empty means unrestricted, which only hand-built endpoints
+	// (Static) use; Default always fills it in.
+	APIKinds []string
+}
+
+// Admits reports whether the endpoint may be used for apiKind.
+func (e Endpoint) Admits(apiKind string) bool {
+	if len(e.APIKinds) == 0 {
+		return true
+	}
+	for _, k := range e.APIKinds {
+		if k == apiKind {
+			return true
+		}
+	}
+	return false
 }
 
 // String describes the endpoint without secrets, so an accidental %v in a log
@@ -46,8 +68,8 @@ func (e Endpoint) String() string {
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	return fmt.Sprintf("Endpoint{BaseURL: %s, APIKey: %s, Headers: [%s], ReasoningField: %q}",
-		e.BaseURL, key, strings.Join(names, " "), e.ReasoningField)
+	return fmt.Sprintf("Endpoint{BaseURL: %s, APIKey: %s, Headers: [%s], ReasoningField: %q, APIKinds: [%s]}",
+		e.BaseURL, key, strings.Join(names, " "), e.ReasoningField, strings.Join(e.APIKinds, " "))
 }
 
 // GoString keeps %#v from printing the key as well.
@@ -69,4 +91,9 @@ func (s Static) Resolve(providerID string) (Endpoint, error) {
 		return Endpoint{}, &UnknownProviderError{ProviderID: providerID}
 	}
 	return ep, nil
+}
+
+// ResolveFor is Resolve for one API kind: see the package function ResolveFor.
+func (s Static) ResolveFor(providerID, apiKind string) (Endpoint, error) {
+	return ResolveFor(s, providerID, apiKind)
 }

@@ -3,6 +3,7 @@ package endpoint
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // ErrUnknownProvider is matched by *UnknownProviderError.
@@ -48,6 +49,10 @@ type ConfigError struct {
 
 func (e *ConfigError) Error() string {
 	msg := "endpoint: config " + e.Path
+	if e.Path == "" {
+		// Built-in providers are configured by environment alone.
+		msg = "endpoint: configuration"
+	}
 	if e.ProviderID != "" {
 		msg += fmt.Sprintf(": provider %q", e.ProviderID)
 	}
@@ -65,3 +70,44 @@ func (e *ConfigError) Unwrap() []error {
 	}
 	return []error{ErrConfig, e.Err}
 }
+
+// ErrAPIKindNotAdmitted is matched by *APIKindError.
+var ErrAPIKindNotAdmitted = errors.New("API kind not admitted by provider")
+
+// APIKindError: the provider exists but does not admit the requested API
+// kind. It also matches ErrConfig, because the fix is a configuration change
+// (add the kind to the provider's "apiKinds", or pick another provider).
+type APIKindError struct {
+	ProviderID string
+	APIKind    string
+	Admitted   []string
+}
+
+func (e *APIKindError) Error() string {
+	return fmt.Sprintf("endpoint: provider %q does not admit API kind %q (it admits %s; list the kinds it speaks under \"apiKinds\" in the endpoint config file)",
+		e.ProviderID, e.APIKind, strings.Join(e.Admitted, ", "))
+}
+
+// Unwrap exposes ErrAPIKindNotAdmitted and ErrConfig.
+func (e *APIKindError) Unwrap() []error { return []error{ErrAPIKindNotAdmitted, ErrConfig} }
+
+// ErrInsecureBaseURL is matched by *InsecureBaseURLError.
+var ErrInsecureBaseURL = errors.New("plain http base URL on a non-loopback host")
+
+// InsecureBaseURLError: a base URL uses plain http on a host that is not
+// loopback, where the key and the conversation would cross the network in
+// the clear. It names the host (never the whole URL, which may carry
+// credentials) and where the URL came from; it also matches ErrConfig.
+type InsecureBaseURLError struct {
+	ProviderID string
+	Host       string
+	Source     string // "config file <path>" or "environment variable <NAME>"
+}
+
+func (e *InsecureBaseURLError) Error() string {
+	return fmt.Sprintf("endpoint: provider %q: base URL from %s uses plain http on %q; use https, or http only on localhost, 127.0.0.0/8 or ::1",
+		e.ProviderID, e.Source, e.Host)
+}
+
+// Unwrap exposes ErrInsecureBaseURL and ErrConfig.
+func (e *InsecureBaseURLError) Unwrap() []error { return []error{ErrInsecureBaseURL, ErrConfig} }

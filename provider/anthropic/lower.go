@@ -1,0 +1,420 @@
+package anthropic
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/cairn-agents/cairn/blob"
+	"github.com/cairn-agents/cairn/content"
+	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/provider"
+	"github.com/cairn-agents/cairn/provider/rawjson"
+)
+
+// UnsupportedEntryError: an entry this API kind cannot express.
+type UnsupportedEntryError struct {
+	EntryID string
+	Kind    string
+	Reason  string
+}
+
+func (e *UnsupportedEntryError) Error() string {
+	return fmt.Sprintf("anthropic: cannot lower entry %s (kind %s): %s", e.EntryID, e.Kind, e.Reason)
+}
+
+// Roles of Messages API messages.
+const (
+	roleUser      = core.RoleUser
+	roleAssistant = core.RoleAssistant
+)
+
+// message is one request message: a role and its blocks in order.
+type message struct {
+	role   string
+	blocks []block
+}
+
+// conversation is a lowered context: the system blocks and the messages.
+type conversation struct {
+	system   []block
+	messages []message
+}
+
+// Lower builds the Messages request body for req. It only reads blobs; the
+// result is a pure function of the entries' bytes, the tools and req.Params,
+// so the same context always gives the same body. The layout and the cache
+// markers are described in the package comment and in cache.go.
+func Lower(ctx context.Context, blobs blob.Store, req provider.Request) ([]byte, error) {
+	p, err := parseParams(req.Params)
+	if err != nil {
+		return nil, err
+	}
+	conv, err := lowerContext(ctx, blobs, req.Entries)
+	if err != nil {
+		return nil, err
+	}
+	return conv.body(req.Model.Model, p, req.Tools)
+}
+
+// lowerContext turns entries into system blocks and alternating messages.
+func lowerContext(ctx context.Context, blobs blob.Store, entries []core.Entry) (conversation, error) {
+	load := func(e core.Entry) ([]byte, error) {
+		data, err := blobs.Get(ctx, e.Content.Digest)
+		if err != nil {
+			return nil, fmt.Errorf("anthropic: entry %s: %w", e.ID, err)
+		}
+		return data, nil
+	}
+	var c conversation
+	for _, e := range entries {
+		if e.Kind == core.EntryInstructions {
+			text, err := entryText(e, load)
+			if err != nil {
+				return conversation{}, err
+			}
+			c.system = append(c.system, textBlock(text))
+			continue
+		}
+		role, blocks, err := lowerEntry(e, load)
+		if err != nil {
+			return conversation{}, err
+		}
+		c.messages = appendBlocks(c.messages, role, blocks)
+	}
+	c.messages = normalize(c.messages)
+	return c, nil
+}
+
+// appendBlocks adds blocks to the last message when it has the same role,
+// otherwise as a new message: the API wants strict alternation, and the
+// blocks of one response arrive as several entries.
+func appendBlocks(msgs []message, role string, blocks []block) []message {
+	if n := len(msgs); n > 0 && msgs[n-1].role == role {
+		msgs[n-1].blocks = append(msgs[n-1].blocks, blocks...)
+		return msgs
+	}
+	return append(msgs, message{role: role, blocks: blocks})
+}
+
+// normalize enforces what the API requires of the message list:
+//   - no assistant message without content, or with thinking alone (a failed
+//     output cut after its thinking): there is nothing to answer to, and
+//     the API rejects an empty assistant message;
+//   - strict alternation again, where dropping one joined two user messages;
+//   - tool_result blocks first in their user message, in their own order,
+//     then the rest (steering, catalogs, …) in theirs.
+func normalize(msgs []message) []message {
+	var out []message
+	for _, m := range msgs {
+		if m.role == roleAssistant && !hasNonThinking(m.blocks) {
+			continue
+		}
+		out = appendBlocks(out, m.role, m.blocks)
+	}
+	for i := range out {
+		if out[i].role != roleUser {
+			continue
+		}
+		var results, rest []block
+		for _, b := range out[i].blocks {
+			if b.typ == typeToolResult {
+				results = append(results, b)
+			} else {
+				rest = append(rest, b)
+			}
+		}
+		out[i].blocks = append(results, rest...)
+	}
+	return out
+}
+
+func hasNonThinking(blocks []block) bool {
+	for _, b := range blocks {
+		if !b.isThinking() {
+			return true
+		}
+	}
+	return false
+}
+
+// lowerEntry returns an entry's role and blocks.
+func lowerEntry(e core.Entry, load func(core.Entry) ([]byte, error)) (string, []block, error) {
+	if pk := e.Content.ProviderKind; pk != "" {
+		want, ok := kindOf[pk]
+		if !ok {
+			return "", nil, &UnsupportedEntryError{e.ID, e.Kind, "provider kind " + pk + " is not Anthropic Messages material"}
+		}
+		if e.Kind != want {
+			return "", nil, &UnsupportedEntryError{e.ID, e.Kind, "provider kind " + pk + " belongs to kind " + want}
+		}
+		data, err := load(e)
+		if err != nil {
+			return "", nil, err
+		}
+		blocks, err := storedBlocks(pk, data)
+		if err != nil {
+			return "", nil, fmt.Errorf("anthropic: entry %s: stored %s: %w", e.ID, pk, err)
+		}
+		return roleAssistant, blocks, nil
+	}
+
+	switch e.Kind {
+	case core.EntryToolResult:
+		b, err := toolResult(e, load)
+		return roleUser, []block{b}, err
+	case core.EntryMessage, core.EntryCatalog, core.EntrySkillActivation, core.EntrySummary:
+		text, err := entryText(e, load)
+		if err != nil {
+			return "", nil, err
+		}
+		role := roleUser
+		if e.Kind == core.EntryMessage && e.Role == core.RoleAssistant {
+			role = roleAssistant // runtime-authored assistant text
+		}
+		return role, []block{textBlock(text)}, nil
+	}
+	return "", nil, &UnsupportedEntryError{e.ID, e.Kind, "no Anthropic Messages form for this kind without native content"}
+}
+
+// kindOf maps each provider kind this adapter writes to its entry kind.
+var kindOf = map[string]string{
+	ProviderKindText:             core.EntryMessage,
+	ProviderKindThinking:         core.EntryReasoning,
+	ProviderKindRedactedThinking: core.EntryReasoning,
+	ProviderKindToolUse:          core.EntryToolCall,
+	ProviderKindBlock:            core.EntryProviderOpaque,
+}
+
+// storedBlocks reads a stored blob back into the blocks a request carries.
+func storedBlocks(providerKind string, data []byte) ([]block, error) {
+	var raws [][]byte
+	if providerKind == ProviderKindText {
+		elems, err := rawjson.ArrayElements(data)
+		if err != nil {
+			return nil, err
+		}
+		raws = elems
+	} else {
+		raws = [][]byte{data}
+	}
+	out := make([]block, 0, len(raws))
+	for _, raw := range raws {
+		b, _, err := parseBlock(raw)
+		if err != nil {
+			return nil, err
+		}
+		if want := wantType[providerKind]; want != "" && b.typ != want {
+			return nil, fmt.Errorf("holds a %q block", b.typ)
+		}
+		if b, err = sendable(b); err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// wantType is the block type each provider kind holds ("" for any).
+var wantType = map[string]string{
+	ProviderKindText:             typeText,
+	ProviderKindThinking:         typeThinking,
+	ProviderKindRedactedThinking: typeRedactedThinking,
+	ProviderKindToolUse:          typeToolUse,
+}
+
+// errorResults are the runtime's constant results that report a failure;
+// they are sent with is_error so the model reads them as errors.
+var errorResults = map[content.Digest]bool{
+	core.ToolUnavailableRef.Digest: true,
+	core.ToolFailedRef.Digest:      true,
+	core.ToolCancelledRef.Digest:   true,
+}
+
+// toolResult lowers a tool result entry to a tool_result block.
+func toolResult(e core.Entry, load func(core.Entry) ([]byte, error)) (block, error) {
+	if e.CallID == "" {
+		return block{}, &UnsupportedEntryError{e.ID, e.Kind, "tool result without a call id"}
+	}
+	if !isText(e.Content.MediaType) && !strings.HasPrefix(e.Content.MediaType, content.MediaJSON) {
+		return block{}, &UnsupportedEntryError{e.ID, e.Kind, "tool result of media type " + e.Content.MediaType}
+	}
+	data, err := load(e)
+	if err != nil {
+		return block{}, err
+	}
+	var buf bytes.Buffer
+	buf.WriteString(`{"type":"tool_result","tool_use_id":`)
+	rawjson.WriteString(&buf, e.CallID)
+	if len(data) > 0 { // an empty content string is refused; no content is allowed
+		buf.WriteString(`,"content":`)
+		rawjson.WriteString(&buf, string(data))
+	}
+	if errorResults[e.Content.Digest] {
+		buf.WriteString(`,"is_error":true`)
+	}
+	buf.WriteByte('}')
+	return block{raw: buf.Bytes(), typ: typeToolResult}, nil
+}
+
+// entryText reads a text entry.
+func entryText(e core.Entry, load func(core.Entry) ([]byte, error)) (string, error) {
+	if !isText(e.Content.MediaType) {
+		return "", &UnsupportedEntryError{e.ID, e.Kind, "media type " + e.Content.MediaType + " is not text"}
+	}
+	data, err := load(e)
+	if err != nil {
+		return "", err
+	}
+	return string(data), nil
+}
+
+func isText(mediaType string) bool { return strings.HasPrefix(mediaType, "text/plain") }
+
+// withAssistant returns the conversation with blocks appended as (or to) the
+// trailing assistant message: how a pause_turn response is sent back.
+func (c conversation) withAssistant(blocks []block) (conversation, error) {
+	sent := make([]block, 0, len(blocks))
+	for _, b := range blocks {
+		s, err := sendable(b)
+		if err != nil {
+			return conversation{}, err
+		}
+		sent = append(sent, s)
+	}
+	msgs := make([]message, len(c.messages), len(c.messages)+1)
+	for i, m := range c.messages {
+		msgs[i] = message{role: m.role, blocks: m.blocks[:len(m.blocks):len(m.blocks)]} // appends copy
+	}
+	return conversation{system: c.system, messages: normalize(appendBlocks(msgs, roleAssistant, sent))}, nil
+}
+
+// body writes the request. Members in a fixed order: everything fixed for a
+// session first, then tools, system and messages — the order of Anthropic's
+// cache hierarchy, so that the body's byte prefix is what the provider can
+// reuse (a changed instruction keeps the tools' prefix); see the package
+// comment.
+func (c conversation) body(model string, p params, tools []provider.Tool) ([]byte, error) {
+	if model == "" {
+		return nil, fmt.Errorf("anthropic: request has no model")
+	}
+	if len(c.messages) == 0 {
+		return nil, fmt.Errorf("anthropic: request has no messages (the context holds only instructions)")
+	}
+	plan := placeMarkers(c, len(tools))
+	marker := cacheControl(p.cacheTTL)
+
+	var buf bytes.Buffer
+	buf.WriteString(`{"model":`)
+	rawjson.WriteString(&buf, model)
+	buf.WriteString(`,"max_tokens":`)
+	buf.WriteString(strconv.FormatInt(p.effectiveMaxTokens(), 10))
+	if p.temperature != nil {
+		buf.WriteString(`,"temperature":`)
+		buf.Write(p.temperature)
+	}
+	if p.topP != nil {
+		buf.WriteString(`,"top_p":`)
+		buf.Write(p.topP)
+	}
+	if p.topK != 0 {
+		buf.WriteString(`,"top_k":`)
+		buf.WriteString(strconv.FormatInt(p.topK, 10))
+	}
+	if p.thinking != nil {
+		buf.WriteString(`,"thinking":`)
+		buf.Write(p.thinking)
+	}
+	if p.serviceTier != "" {
+		buf.WriteString(`,"service_tier":`)
+		rawjson.WriteString(&buf, p.serviceTier)
+	}
+	for _, x := range p.extra {
+		buf.WriteByte(',')
+		buf.Write(x.RawName)
+		buf.WriteByte(':')
+		buf.Write(x.Value)
+	}
+	if len(tools) > 0 {
+		buf.WriteString(`,"tools":[`)
+		for i, t := range tools {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			var m []byte
+			if i == plan.tool {
+				m = marker
+			}
+			if err := writeTool(&buf, t, m); err != nil {
+				return nil, err
+			}
+		}
+		buf.WriteByte(']')
+	}
+	if len(c.system) > 0 {
+		buf.WriteString(`,"system":[`)
+		for i, b := range c.system {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			if i == plan.system {
+				buf.Write(b.withMarker(marker))
+			} else {
+				buf.Write(b.raw)
+			}
+		}
+		buf.WriteByte(']')
+	}
+	buf.WriteString(`,"messages":[`)
+	for i, m := range c.messages {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.WriteString(`{"role":"` + m.role + `","content":[`)
+		for j, b := range m.blocks {
+			if j > 0 {
+				buf.WriteByte(',')
+			}
+			if plan.marks(i, j) {
+				buf.Write(b.withMarker(marker))
+			} else {
+				buf.Write(b.raw)
+			}
+		}
+		buf.WriteString(`]}`)
+	}
+	buf.WriteString(`]}`)
+	return buf.Bytes(), nil
+}
+
+// writeTool writes {name, description?, input_schema} and the cache marker
+// when given one. A tool without parameters takes any object.
+func writeTool(buf *bytes.Buffer, t provider.Tool, marker []byte) error {
+	if t.Name == "" {
+		return fmt.Errorf("anthropic: tool without a name")
+	}
+	buf.WriteString(`{"name":`)
+	rawjson.WriteString(buf, t.Name)
+	if t.Description != "" {
+		buf.WriteString(`,"description":`)
+		rawjson.WriteString(buf, t.Description)
+	}
+	buf.WriteString(`,"input_schema":`)
+	if len(bytes.TrimSpace(t.Parameters)) == 0 {
+		buf.WriteString(`{"type":"object"}`)
+	} else {
+		schema, err := rawjson.Compact(t.Parameters)
+		if err != nil {
+			return fmt.Errorf("anthropic: tool %q: parameters: %w", t.Name, err)
+		}
+		buf.Write(schema)
+	}
+	if marker != nil {
+		buf.WriteString(`,"cache_control":`)
+		buf.Write(marker)
+	}
+	buf.WriteByte('}')
+	return nil
+}

@@ -1,0 +1,81 @@
+package responses
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/cairn-agents/cairn/blob"
+	"github.com/cairn-agents/cairn/provider"
+	"github.com/cairn-agents/cairn/provider/endpoint"
+)
+
+// Adapter speaks the Responses API over plain net/http. The endpoint is
+// resolved on every call, just before I/O, and never stored, so a rotated key
+// takes effect on the next generation.
+type Adapter struct {
+	resolver endpoint.Resolver
+	client   *http.Client
+	now      func() time.Time // reads Retry-After dates; replaced in tests
+}
+
+var _ provider.Adapter = (*Adapter)(nil)
+
+// New returns an adapter. client nil means a plain &http.Client{}; pass one
+// with a replay.Transport to run the live code path against a cassette.
+// Timeouts come from the caller's context or the client.
+func New(resolver endpoint.Resolver, client *http.Client) *Adapter {
+	if client == nil {
+		client = &http.Client{}
+	}
+	return &Adapter{resolver: resolver, client: client, now: time.Now}
+}
+
+// ValidateParams checks a session's provider parameters for this API kind;
+// see the package-level ValidateParams.
+func (a *Adapter) ValidateParams(raw json.RawMessage) error { return ValidateParams(raw) }
+
+// Generate lowers req, POSTs it to {BaseURL}/responses, stores every output
+// item in blobs and returns the response's facts.
+//
+// Errors: HTTP and transport failures are *provider.Error (Retryable set by
+// classification); an undecodable 2xx body is a terminal *provider.Error; a
+// cancelled ctx is returned as ctx.Err(); endpoint resolution errors are the
+// endpoint package's typed errors; invalid parameters are *ParamsError and
+// entries that cannot be lowered *UnsupportedEntryError, both before any I/O.
+func (a *Adapter) Generate(ctx context.Context, blobs blob.Store, req provider.Request) (provider.Output, error) {
+	if req.Model.APIKind != "" && req.Model.APIKind != APIKind {
+		return provider.Output{}, fmt.Errorf("responses: model selection has API kind %q, want %q", req.Model.APIKind, APIKind)
+	}
+	// Lower before resolving: a request that cannot be built should say so
+	// even when the endpoint is not configured yet.
+	body, err := Lower(ctx, blobs, req, LowerOptions{})
+	if err != nil {
+		return provider.Output{}, err
+	}
+	// ResolveFor refuses a provider whose record does not admit this API
+	// kind: a Chat Completions-only server must not receive Responses
+	// requests, and no other provider is tried in its place.
+	ep, err := endpoint.ResolveFor(a.resolver, req.Model.ProviderID, APIKind)
+	if err != nil {
+		return provider.Output{}, fmt.Errorf("responses: %w", err)
+	}
+	resp, err := a.post(ctx, ep, body)
+	if err != nil {
+		return provider.Output{}, err
+	}
+	out, err := Decode(ctx, blobs, resp)
+	if err != nil {
+		var de *DecodeError
+		if errors.As(err, &de) {
+			// The provider answered 2xx with something that is not a
+			// response; resending the same request will not fix it.
+			return provider.Output{}, &provider.Error{Status: http.StatusOK, Message: redact(de.Error(), ep)}
+		}
+		return provider.Output{}, err // storing failed: not the provider's fault
+	}
+	return out, nil
+}

@@ -1,0 +1,71 @@
+// Package responses is the adapter for the OpenAI Responses API kind
+// (core.APIOpenAIResponses): POST {BaseURL}/responses, non-streaming.
+//
+// It keeps the provider's native material in CAS and returns only facts and
+// refs. Every item of a response's `output` array is stored as its own blob:
+// the item object exactly as received (members in order, unknown fields kept,
+// insignificant whitespace removed), media type application/json, provider
+// kind ProviderKindItem. The entry kind says what the item is to the core:
+//
+//   - `message` → kind message, role assistant (role user for the user
+//     messages a compact endpoint hands back). Content parts, annotations,
+//     logprobs and refusals stay together in the item.
+//   - `function_call` → kind tool_call, CallID = call_id, ToolName = name.
+//     The decoded `arguments` string is also stored as its own blob
+//     (application/json when it parses, else text/plain, no provider kind):
+//     the core.ToolCall's Arguments, which the tool executor reads.
+//   - `reasoning` → kind reasoning; `encrypted_content` and `summary` stay in
+//     the item, so the item can be re-sent with `store: false`.
+//   - anything else — `compaction`, hosted tool calls (`web_search_call`,
+//     `file_search_call`, …) and item types this package has never heard of —
+//     → kind provider_opaque. The core never looks inside; lowering re-sends it.
+//
+// Lowering replays every stored item byte for byte, in context order, which is
+// what the API asks for: each output item goes back as an input item, a
+// reasoning item immediately followed by the item that followed it, every
+// function_call answered by a function_call_output later in the same input.
+//
+// One exception: a reasoning item whose following item is gone (the core drops
+// the tool calls of a failed generation) is left out, because the API rejects
+// it alone and would reject every later request too.
+//
+// A refusal content part, or a response that ends incomplete, failed or
+// cancelled, sets provider.Output.Failure; the items are stored all the same.
+// The session's provider parameters (see ValidateParams) shape the rest of the
+// request; by default it asks for `include: ["reasoning.encrypted_content"]`
+// and `store: false`, and sends the session's prompt_cache_key.
+//
+// Requests are written by a deterministic writer, so the same entries give the
+// same bytes and a context that only grew at its tail gives an `input` array
+// that starts with the previous request's `input` bytes — the prefix provider
+// prompt caches reward.
+package responses
+
+import "github.com/cairn-agents/cairn/core"
+
+// APIKind is the API kind this adapter speaks.
+const APIKind = core.APIOpenAIResponses
+
+// ProviderKindItem is the provider kind (content.ContentRef.ProviderKind) of
+// every blob holding one raw Responses output item. One kind suffices: the
+// item's own `type` member says which item it is, and lowering treats all of
+// them alike (replayed as stored).
+const ProviderKindItem = "openai.responses.item"
+
+// Failure kinds this adapter reports in provider.Output.Failure.
+const (
+	FailureRefusal       = "refusal"            // a message carries a refusal content part
+	FailureMaxTokens     = "max_tokens"         // status incomplete, reason max_output_tokens
+	FailureContentFilter = "content_filter"     // status incomplete, reason content_filter
+	FailureIncomplete    = "incomplete"         // status incomplete for another reason
+	FailureFailed        = "response_failed"    // status failed (the response's error is the message)
+	FailureCancelled     = "response_cancelled" // status cancelled
+)
+
+// Native item types this package tells apart. Everything else is opaque.
+const (
+	itemMessage            = "message"
+	itemFunctionCall       = "function_call"
+	itemReasoning          = "reasoning"
+	itemFunctionCallOutput = "function_call_output"
+)

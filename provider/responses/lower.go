@@ -1,0 +1,336 @@
+package responses
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/cairn-agents/cairn/blob"
+	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/provider"
+	"github.com/cairn-agents/cairn/provider/rawjson"
+)
+
+// LowerOptions shape a request beyond what the provider.Request says.
+type LowerOptions struct {
+	// Compaction marks a request built for a compaction call. Such a request
+	// never carries prompt_cache_key: its material differs from the session's
+	// generation requests, and sending it under the session's key would only
+	// compete with the generation prefix for the cache the key routes to.
+	// Compaction is not implemented yet; this is the seam it will use (the
+	// compact endpoint's body is otherwise the compaction adapter's business).
+	Compaction bool
+}
+
+// UnsupportedEntryError: an entry this API kind cannot express.
+type UnsupportedEntryError struct {
+	EntryID string
+	Kind    string
+	Reason  string
+}
+
+func (e *UnsupportedEntryError) Error() string {
+	return fmt.Sprintf("responses: cannot lower entry %s (kind %s): %s", e.EntryID, e.Kind, e.Reason)
+}
+
+// Lower builds the Responses request body for req. It only reads blobs; the
+// result is a pure function of the entries' bytes, the tools, the params and
+// opts, so the same context always gives the same body, and a context that
+// only grew at its tail gives an `input` array that starts with the previous
+// request's `input` bytes.
+//
+// Body layout, in this order:
+//
+//	{"model", "instructions"?, "tools"?, "input", "include"?, "store",
+//	 "prompt_cache_key"?, "temperature"?, "top_p"?, "max_output_tokens"?,
+//	 "reasoning"?, "service_tier"?, "parallel_tool_calls"?, <extra…>}
+//
+// The members that stay the same from turn to turn (instructions, tools) come
+// before `input`, so the body's byte prefix follows the order in which the
+// provider renders the prompt. Input items: stored native items byte for
+// byte; tool results as function_call_output; user messages and other text
+// entries (catalogs, skill activations, summaries) as {"role":"user",
+// "content":text}; a runtime-authored assistant text as role "assistant".
+func Lower(ctx context.Context, blobs blob.Store, req provider.Request, opts LowerOptions) ([]byte, error) {
+	if req.Model.Model == "" {
+		return nil, fmt.Errorf("responses: request has no model")
+	}
+	p, err := parseParams(req.Params)
+	if err != nil {
+		return nil, err
+	}
+	instructions, items, err := lowerEntries(ctx, blobs, req.Entries)
+	if err != nil {
+		return nil, err
+	}
+
+	var buf bytes.Buffer
+	buf.WriteString(`{"model":`)
+	rawjson.WriteString(&buf, req.Model.Model)
+	if instructions != nil {
+		buf.WriteString(`,"instructions":`)
+		rawjson.WriteString(&buf, *instructions)
+	}
+	if len(req.Tools) > 0 {
+		buf.WriteString(`,"tools":[`)
+		seen := make(map[string]bool, len(req.Tools))
+		for i, t := range req.Tools {
+			if seen[t.Name] {
+				return nil, fmt.Errorf("responses: tool %q is listed twice", t.Name)
+			}
+			seen[t.Name] = true
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			if err := writeTool(&buf, t); err != nil {
+				return nil, err
+			}
+		}
+		buf.WriteByte(']')
+	}
+	buf.WriteString(`,"input":[`)
+	buf.Write(bytes.Join(items, []byte(",")))
+	buf.WriteByte(']')
+	p.write(&buf, provider.PromptCacheKey(req.SessionID), opts)
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// write appends the parameter members of the body.
+func (p params) write(buf *bytes.Buffer, cacheKey string, opts LowerOptions) {
+	include := p.include
+	if include == nil {
+		include = defaultInclude
+	}
+	if len(include) > 0 {
+		buf.WriteString(`,"include":[`)
+		for i, s := range include {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			rawjson.WriteString(buf, s)
+		}
+		buf.WriteByte(']')
+	}
+	// store is always written: the API's default is true, and a session's
+	// conversation must not be kept by the provider unless it asked.
+	buf.WriteString(`,"store":` + strconv.FormatBool(p.store))
+	if cacheKey != "" && !opts.Compaction {
+		buf.WriteString(`,"prompt_cache_key":`)
+		rawjson.WriteString(buf, cacheKey)
+	}
+	if p.temperature != nil {
+		buf.WriteString(`,"temperature":`)
+		buf.Write(p.temperature)
+	}
+	if p.topP != nil {
+		buf.WriteString(`,"top_p":`)
+		buf.Write(p.topP)
+	}
+	if p.maxOutputTokens > 0 {
+		buf.WriteString(`,"max_output_tokens":` + strconv.FormatInt(p.maxOutputTokens, 10))
+	}
+	if p.reasoningEffort != "" || p.reasoningSummary != "" {
+		buf.WriteString(`,"reasoning":{`)
+		sep := ""
+		if p.reasoningEffort != "" {
+			buf.WriteString(`"effort":`)
+			rawjson.WriteString(buf, p.reasoningEffort)
+			sep = ","
+		}
+		if p.reasoningSummary != "" {
+			buf.WriteString(sep + `"summary":`)
+			rawjson.WriteString(buf, p.reasoningSummary)
+		}
+		buf.WriteByte('}')
+	}
+	if p.serviceTier != "" {
+		buf.WriteString(`,"service_tier":`)
+		rawjson.WriteString(buf, p.serviceTier)
+	}
+	if p.parallelToolCalls != nil {
+		buf.WriteString(`,"parallel_tool_calls":` + strconv.FormatBool(*p.parallelToolCalls))
+	}
+	for _, m := range p.extra {
+		buf.WriteByte(',')
+		buf.Write(m.RawName)
+		buf.WriteByte(':')
+		buf.Write(m.Value)
+	}
+}
+
+// writeTool writes one function tool. strict is written as false: the
+// Responses API defaults it to true, which rejects every schema that does not
+// list all properties as required with additionalProperties false, and tool
+// schemas here are written for any API kind.
+func writeTool(buf *bytes.Buffer, t provider.Tool) error {
+	if t.Name == "" {
+		return fmt.Errorf("responses: tool without a name")
+	}
+	buf.WriteString(`{"type":"function","name":`)
+	rawjson.WriteString(buf, t.Name)
+	if t.Description != "" {
+		buf.WriteString(`,"description":`)
+		rawjson.WriteString(buf, t.Description)
+	}
+	buf.WriteString(`,"parameters":`)
+	if len(bytes.TrimSpace(t.Parameters)) == 0 || string(bytes.TrimSpace(t.Parameters)) == "null" {
+		// parameters is a required member; a tool without arguments takes an
+		// empty object.
+		buf.WriteString(`{"type":"object","properties":{}}`)
+	} else {
+		schema, err := rawjson.Compact(t.Parameters)
+		if err != nil {
+			return fmt.Errorf("responses: tool %q: parameters: %w", t.Name, err)
+		}
+		buf.Write(schema)
+	}
+	buf.WriteString(`,"strict":false}`)
+	return nil
+}
+
+// lowerEntries returns the joined instructions (nil when there are none) and
+// the input items, each as exact bytes, in context order.
+func lowerEntries(ctx context.Context, blobs blob.Store, entries []core.Entry) (*string, [][]byte, error) {
+	load := func(e core.Entry) ([]byte, error) {
+		data, err := blobs.Get(ctx, e.Content.Digest)
+		if err != nil {
+			return nil, fmt.Errorf("responses: entry %s: %w", e.ID, err)
+		}
+		return data, nil
+	}
+
+	var system []string
+	items := make([][]byte, 0, len(entries))
+	for i, e := range entries {
+		switch {
+		case e.Kind == core.EntryInstructions:
+			text, err := entryText(e, load)
+			if err != nil {
+				return nil, nil, err
+			}
+			system = append(system, text)
+
+		case e.Content.ProviderKind == ProviderKindItem:
+			if e.Kind == core.EntryReasoning && !followedByItem(entries, i) {
+				// The API rejects a reasoning item that is not immediately
+				// followed by the item it preceded. That item is gone when the
+				// generation failed (the core drops its tool calls) or context
+				// was edited; re-sending the reasoning alone would make every
+				// later request fail, so it is left out.
+				continue
+			}
+			data, err := load(e)
+			if err != nil {
+				return nil, nil, err
+			}
+			if !isObject(data) {
+				return nil, nil, fmt.Errorf("responses: entry %s: stored item is not a JSON object", e.ID)
+			}
+			items = append(items, data) // byte for byte, as stored
+
+		case e.Content.ProviderKind != "":
+			return nil, nil, &UnsupportedEntryError{e.ID, e.Kind, "provider kind " + e.Content.ProviderKind + " is not Responses material"}
+
+		default:
+			item, err := lowerPlain(e, load)
+			if err != nil {
+				return nil, nil, err
+			}
+			items = append(items, item)
+		}
+	}
+	if len(system) == 0 {
+		return nil, items, nil
+	}
+	joined := strings.Join(system, "\n\n")
+	return &joined, items, nil
+}
+
+// followedByItem reports whether the reasoning entry at i is followed, past
+// any further reasoning entries, by a native item: the material it belongs
+// with. Instruction entries are not input items and are skipped.
+func followedByItem(entries []core.Entry, i int) bool {
+	for _, e := range entries[i+1:] {
+		switch {
+		case e.Kind == core.EntryInstructions:
+			continue
+		case e.Content.ProviderKind != ProviderKindItem:
+			return false
+		case e.Kind == core.EntryReasoning:
+			continue
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+// lowerPlain lowers an entry that is not native material: a tool result or a
+// text entry.
+func lowerPlain(e core.Entry, load func(core.Entry) ([]byte, error)) ([]byte, error) {
+	var b bytes.Buffer
+	switch e.Kind {
+	case core.EntryToolResult:
+		if e.CallID == "" {
+			return nil, &UnsupportedEntryError{e.ID, e.Kind, "tool result without a call id"}
+		}
+		if !isText(e.Content.MediaType) && !isJSON(e.Content.MediaType) {
+			return nil, &UnsupportedEntryError{e.ID, e.Kind, "tool result of media type " + e.Content.MediaType}
+		}
+		data, err := load(e)
+		if err != nil {
+			return nil, err
+		}
+		b.WriteString(`{"type":"` + itemFunctionCallOutput + `","call_id":`)
+		rawjson.WriteString(&b, e.CallID)
+		b.WriteString(`,"output":`)
+		rawjson.WriteString(&b, string(data))
+		b.WriteByte('}')
+	case core.EntryMessage, core.EntryCatalog, core.EntrySkillActivation, core.EntrySummary:
+		text, err := entryText(e, load)
+		if err != nil {
+			return nil, err
+		}
+		role := core.RoleUser
+		if e.Kind == core.EntryMessage && e.Role == core.RoleAssistant {
+			role = core.RoleAssistant
+		}
+		b.WriteString(`{"role":"` + role + `","content":`)
+		rawjson.WriteString(&b, text)
+		b.WriteByte('}')
+	default:
+		// tool_call, reasoning and provider_opaque entries only exist as
+		// native items; without a Responses provider kind they came from
+		// somewhere this API cannot replay.
+		return nil, &UnsupportedEntryError{e.ID, e.Kind, "no Responses form for this kind without a native item"}
+	}
+	return b.Bytes(), nil
+}
+
+// entryText reads a text entry.
+func entryText(e core.Entry, load func(core.Entry) ([]byte, error)) (string, error) {
+	if e.Content.ProviderKind != "" {
+		return "", &UnsupportedEntryError{e.ID, e.Kind, "provider kind " + e.Content.ProviderKind + " where text was expected"}
+	}
+	if !isText(e.Content.MediaType) {
+		return "", &UnsupportedEntryError{e.ID, e.Kind, "media type " + e.Content.MediaType + " is not text"}
+	}
+	data, err := load(e)
+	if err != nil {
+		return "", err
+	}
+	return string(data), nil
+}
+
+func isText(mediaType string) bool { return strings.HasPrefix(mediaType, "text/plain") }
+func isJSON(mediaType string) bool { return strings.HasPrefix(mediaType, "application/json") }
+
+// isObject reports whether data is one valid JSON object.
+func isObject(data []byte) bool {
+	t := bytes.TrimSpace(data)
+	return len(t) > 0 && t[0] == '{' && json.Valid(t)
+}
