@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -68,9 +69,18 @@ func requireSession(id string) error {
 }
 
 func (s call) createSession(ctx context.Context, p CreateSessionParams) (CreateSessionResult, error) {
-	cfg := core.SessionConfig{Model: p.Model, Tools: p.Tools, MaxTurns: p.MaxTurns}
+	cfg := core.SessionConfig{Model: p.Model, Tools: p.Tools, MaxTurns: p.MaxTurns, ProviderParams: p.ProviderParams}
 	if err := core.ValidateConfig(cfg); err != nil {
 		return CreateSessionResult{}, err
+	}
+	if len(cfg.ProviderParams) > 0 {
+		err := errors.New("this server accepts no provider parameters")
+		if s.validate != nil {
+			err = s.validate(p.Model.APIKind, cfg.ProviderParams)
+		}
+		if err != nil {
+			return CreateSessionResult{}, &core.Rejection{Kind: core.RejectInvalidConfiguration, Message: "providerParams: " + err.Error()}
+		}
 	}
 	if !slices.Contains(s.apiKinds, p.Model.APIKind) {
 		return CreateSessionResult{}, &core.Rejection{Kind: core.RejectInvalidConfiguration,

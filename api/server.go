@@ -58,6 +58,7 @@ func (s SingleHost) HostFor(context.Context, string) (Host, error) { return s.Ho
 type Server struct {
 	hosts        Hosts
 	apiKinds     []string
+	validate     func(apiKind string, params json.RawMessage) error
 	maxBodyBytes int64
 	log          *slog.Logger
 	methods      map[string]method
@@ -69,9 +70,12 @@ type method func(c call, ctx context.Context, params json.RawMessage) (any, erro
 type ServerOptions struct {
 	// APIKinds are the API kinds with an adapter; sessions of other kinds are
 	// rejected at creation.
-	APIKinds     []string
-	MaxBodyBytes int64
-	Logger       *slog.Logger
+	APIKinds []string
+	// ValidateParams checks a session's provider parameters for its API
+	// kind; nil accepts none.
+	ValidateParams func(apiKind string, params json.RawMessage) error
+	MaxBodyBytes   int64
+	Logger         *slog.Logger
 }
 
 // NewServer returns a server for one host, without authentication.
@@ -87,7 +91,7 @@ func NewServerFor(hosts Hosts, opt ServerOptions) *Server {
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
 	}
-	s := &Server{hosts: hosts, apiKinds: opt.APIKinds, maxBodyBytes: opt.MaxBodyBytes, log: opt.Logger}
+	s := &Server{hosts: hosts, apiKinds: opt.APIKinds, validate: opt.ValidateParams, maxBodyBytes: opt.MaxBodyBytes, log: opt.Logger}
 	s.methods = routes()
 	return s
 }

@@ -30,6 +30,8 @@ type CreateSessionParams struct {
 	Instructions string              `json:"instructions,omitempty"`
 	Tools        []string            `json:"tools,omitempty"`
 	MaxTurns     int                 `json:"maxTurns,omitempty"`
+	// ProviderParams are the API kind's versioned request parameters.
+	ProviderParams json.RawMessage `json:"providerParams,omitempty"`
 }
 
 type CreateSessionResult struct {

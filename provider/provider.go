@@ -69,3 +69,9 @@ func (e *Error) Error() string {
 	}
 	return fmt.Sprintf("provider error (%s): %s", kind, e.Message)
 }
+
+// ParamsValidator is implemented by adapters whose API kind takes provider
+// parameters; admission calls it before a config with parameters is accepted.
+type ParamsValidator interface {
+	ValidateParams(params json.RawMessage) error
+}

@@ -10,7 +10,9 @@ import (
 
 	"github.com/cairn-agents/cairn/blob"
 	"github.com/cairn-agents/cairn/content"
+	"github.com/cairn-agents/cairn/provider/anthropic"
 	"github.com/cairn-agents/cairn/provider/chat"
+	"github.com/cairn-agents/cairn/provider/responses"
 )
 
 // BlobReader is the part of a blob store a projection needs; an API client
@@ -34,6 +36,19 @@ func ProjectText(ctx context.Context, blobs BlobReader, ref content.ContentRef) 
 		return chat.ProjectText(data)
 	case chat.ProviderKindReasoning:
 		return chat.ProjectReasoning(data)
+	case responses.ProviderKindItem:
+		// One kind for every Responses item: messages project their text,
+		// reasoning its summary; other items (hosted tools) have no text.
+		if text, err := responses.ProjectText(data); err == nil && text != "" {
+			return text, nil
+		}
+		return responses.ProjectReasoning(data)
+	case anthropic.ProviderKindText:
+		return anthropic.ProjectText(data)
+	case anthropic.ProviderKindThinking, anthropic.ProviderKindRedactedThinking:
+		return anthropic.ProjectReasoning(data)
+	case anthropic.ProviderKindToolUse, anthropic.ProviderKindBlock:
+		return "", nil
 	case "":
 		if strings.HasPrefix(ref.MediaType, "text/") && utf8.Valid(data) {
 			return string(data), nil

@@ -6,7 +6,9 @@ import (
 
 	"github.com/cairn-agents/cairn/blob"
 	"github.com/cairn-agents/cairn/content"
+	"github.com/cairn-agents/cairn/provider/anthropic"
 	"github.com/cairn-agents/cairn/provider/chat"
+	"github.com/cairn-agents/cairn/provider/responses"
 )
 
 func TestProjectText(t *testing.T) {
@@ -28,6 +30,10 @@ func TestProjectText(t *testing.T) {
 		{"plain text is itself", put("hello", content.MediaText, ""), "hello", false},
 		{"chat message projects its content", put(`{"role":"assistant","content":"drafted","refusal":null,"annotations":[]}`, content.MediaJSON, chat.ProviderKindMessage), "drafted", false},
 		{"chat refusal projects the refusal", put(`{"role":"assistant","content":null,"refusal":"I can't help with that."}`, content.MediaJSON, chat.ProviderKindMessage), "I can't help with that.", false},
+		{"responses message item projects its output text", put(`{"type":"message","id":"msg_1","status":"completed","role":"assistant","content":[{"type":"output_text","text":"from responses","annotations":[]}]}`, content.MediaJSON, responses.ProviderKindItem), "from responses", false},
+		{"responses reasoning item projects its summary", put(`{"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"thought briefly"}],"encrypted_content":"gAAAA"}`, content.MediaJSON, responses.ProviderKindItem), "thought briefly", false},
+		{"anthropic text run projects its blocks", put(`[{"type":"text","text":"from "},{"type":"text","text":"anthropic","citations":[]}]`, content.MediaJSON, anthropic.ProviderKindText), "from anthropic", false},
+		{"anthropic thinking projects its visible text", put(`{"type":"thinking","thinking":"let me see","signature":"sig"}`, content.MediaJSON, anthropic.ProviderKindThinking), "let me see", false},
 		{"media has no invented text", put("\x89PNG\r\n", "image/png", ""), "", false},
 		{"unknown provider kind is an error", put(`{}`, content.MediaJSON, "someone.else"), "", true},
 		{"absent blob is an error", content.ContentRef{Digest: content.Sum([]byte("absent")), MediaType: content.MediaText}, "", true},

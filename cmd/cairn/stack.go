@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -11,8 +12,10 @@ import (
 	"github.com/cairn-agents/cairn/blob"
 	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/provider"
+	"github.com/cairn-agents/cairn/provider/anthropic"
 	"github.com/cairn-agents/cairn/provider/chat"
 	"github.com/cairn-agents/cairn/provider/endpoint"
+	"github.com/cairn-agents/cairn/provider/responses"
 	"github.com/cairn-agents/cairn/runtime"
 	"github.com/cairn-agents/cairn/runtime/local"
 	"github.com/cairn-agents/cairn/store"
@@ -20,7 +23,31 @@ import (
 )
 
 // apiKinds are the API kinds this binary has adapters for.
-var apiKinds = []string{core.APIChatCompletions}
+var apiKinds = []string{core.APIChatCompletions, core.APIOpenAIResponses, core.APIAnthropicMessages}
+
+// adapters returns one adapter per API kind; endpoints and keys are resolved
+// by resolver just before each provider call.
+func adapters(resolver endpoint.Resolver, transport http.RoundTripper) map[string]provider.Adapter {
+	client := &http.Client{Transport: transport}
+	return map[string]provider.Adapter{
+		core.APIChatCompletions:   chat.New(resolver, client),
+		core.APIOpenAIResponses:   responses.New(resolver, client),
+		core.APIAnthropicMessages: anthropic.New(resolver, client),
+	}
+}
+
+// validateParams checks a session's provider parameters with its API
+// kind's adapter; a kind whose adapter takes none refuses any.
+func validateParams(apiKind string, params json.RawMessage) error {
+	if len(params) == 0 {
+		return nil
+	}
+	v, ok := adapters(endpoint.Static{}, nil)[apiKind].(provider.ParamsValidator)
+	if !ok {
+		return fmt.Errorf("API kind %s takes no provider parameters yet", apiKind)
+	}
+	return v.ValidateParams(params)
+}
 
 // hostOptions say how providers and tools are reached; they are the same for
 // every store.
@@ -40,7 +67,7 @@ func startHost(ctx context.Context, log store.SessionLog, blobs blob.Store, o ho
 	}
 	exec := &runtime.Executor{
 		Blobs:    blobs,
-		Adapters: map[string]provider.Adapter{core.APIChatCompletions: chat.New(o.resolver, &http.Client{Transport: o.transport})},
+		Adapters: adapters(o.resolver, o.transport),
 		Tools:    tools,
 	}
 	host := local.New(local.Options{Log: log, Blobs: blobs, Executor: exec, Logger: o.logger})
