@@ -68,27 +68,27 @@ type RemoveContext struct {
 
 // GenerationResult reports a finished generation for the planned turn.
 type GenerationResult struct {
-	AtMs       int64
-	RunID      string
-	Turn       int
-	Entries    []EntryInput
-	ToolCalls  []ToolCall
-	Finish     string
-	ResponseID string
-	Usage      Usage
+	AtMs       int64        `json:"atMs,omitempty"`
+	RunID      string       `json:"runId"`
+	Turn       int          `json:"turn"`
+	Entries    []EntryInput `json:"entries,omitempty"`
+	ToolCalls  []ToolCall   `json:"toolCalls,omitempty"`
+	Finish     string       `json:"finish,omitempty"`
+	ResponseID string       `json:"responseId,omitempty"`
+	Usage      Usage        `json:"usage"`
 	// Failure ends the run as failed (refusal, output limit, terminal
 	// provider error, runtime failure); entries, if any, are still applied.
-	Failure *Failure
+	Failure *Failure `json:"failure,omitempty"`
 }
 
 // ToolResult reports one finished tool call.
 type ToolResult struct {
-	AtMs   int64
-	RunID  string
-	Turn   int
-	CallID string
-	Status string
-	Result EntryInput
+	AtMs   int64      `json:"atMs,omitempty"`
+	RunID  string     `json:"runId"`
+	Turn   int        `json:"turn"`
+	CallID string     `json:"callId"`
+	Status string     `json:"status"`
+	Result EntryInput `json:"result"`
 }
 
 func (OpenSession) command()      {}

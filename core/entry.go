@@ -69,15 +69,17 @@ type Entry struct {
 }
 
 // EntryInput is an entry before the core gives it an id.
+// Its JSON form (compact, empty fields omitted) is what crosses the Temporal
+// activity boundary inside results.
 type EntryInput struct {
-	Key           string
-	Kind          string
-	Role          string
-	Content       content.ContentRef
-	TokenEstimate TokenEstimate
-	Preview       string
-	Origin        string
-	ProvenanceRef *content.ContentRef
-	CallID        string
-	ToolName      string
+	Key           string              `json:"key,omitempty"`
+	Kind          string              `json:"kind"`
+	Role          string              `json:"role,omitempty"`
+	Content       content.ContentRef  `json:"content"`
+	TokenEstimate TokenEstimate       `json:"tokenEstimate"`
+	Preview       string              `json:"preview,omitempty"`
+	Origin        string              `json:"origin,omitempty"`
+	ProvenanceRef *content.ContentRef `json:"provenanceRef,omitempty"`
+	CallID        string              `json:"callId,omitempty"`
+	ToolName      string              `json:"toolName,omitempty"`
 }
