@@ -131,8 +131,13 @@ func TestE2E_RejectionsAreTypedAndChangeNothing(t *testing.T) {
 			_, err := c.StartRun(ctx, api.RunStartParams{SessionID: created.SessionID})
 			return err
 		}, api.KindInvalidParams},
-		{"adapter not yet available", func() error {
-			_, err := c.CreateSession(ctx, api.CreateSessionParams{Model: core.ModelSelection{ProviderID: "openai", APIKind: core.APIAnthropicMessages, Model: "m"}})
+		{"unknown API kind", func() error {
+			_, err := c.CreateSession(ctx, api.CreateSessionParams{Model: core.ModelSelection{ProviderID: "openai", APIKind: "gemini_generate", Model: "m"}})
+			return err
+		}, core.RejectInvalidConfiguration},
+		{"provider params a kind rejects", func() error {
+			_, err := c.CreateSession(ctx, api.CreateSessionParams{Model: core.ModelSelection{ProviderID: "anthropic", APIKind: core.APIAnthropicMessages, Model: "m"},
+				ProviderParams: json.RawMessage(`{"version":1,"temperature":"hot"}`)})
 			return err
 		}, core.RejectInvalidConfiguration},
 		{"duplicate session", func() error {

@@ -20,6 +20,7 @@ type fakeChat struct {
 
 	mu       sync.Mutex
 	steps    []fakeStep
+	respond  func(n int, body []byte) fakeStep // when set, answers instead of steps
 	requests [][]byte
 	arrived  chan int // request index, sent when a request arrives
 }
@@ -44,6 +45,14 @@ func (f *fakeChat) script(steps ...fakeStep) {
 	f.steps = append(f.steps, steps...)
 }
 
+// respondWith answers every request with fn(index, body) instead of the
+// script, so a request retried after a crash gets the answer its content calls for.
+func (f *fakeChat) respondWith(fn func(n int, body []byte) fakeStep) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.respond = fn
+}
+
 func (f *fakeChat) bodies() [][]byte {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -64,15 +73,25 @@ func (f *fakeChat) serve(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	n := len(f.requests)
 	f.requests = append(f.requests, body)
-	if n >= len(f.steps) {
+	respond := f.respond
+	if respond == nil && n >= len(f.steps) {
 		f.mu.Unlock()
 		w.WriteHeader(http.StatusInternalServerError)
 		_, _ = io.WriteString(w, `{"error":{"message":"fake: script exhausted"}}`)
 		return
 	}
-	step := f.steps[n]
+	var step fakeStep
+	if respond == nil {
+		step = f.steps[n]
+	}
 	f.mu.Unlock()
-	f.arrived <- n
+	if respond != nil {
+		step = respond(n, body)
+	}
+	select {
+	case f.arrived <- n:
+	default: // nobody is counting arrivals
+	}
 	if step.release != nil {
 		select {
 		case <-step.release:

@@ -15,7 +15,9 @@ import (
 	"github.com/cairn-agents/cairn/api"
 )
 
-var cairnBin string
+// The binaries under test: cairn itself, and the test-only Temporal worker
+// of the crash test (internal/e2eworker: `cairn worker` plus a slow tool).
+var cairnBin, workerBin string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "cairn-e2e-")
@@ -23,10 +25,11 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	cairnBin = filepath.Join(dir, "cairn")
-	build := exec.Command("go", "build", "-race", "-o", cairnBin, "../cmd/cairn")
+	workerBin = filepath.Join(dir, "e2eworker")
+	build := exec.Command("go", "build", "-race", "-o", dir+string(filepath.Separator), "../cmd/cairn", "../internal/e2eworker")
 	build.Stdout, build.Stderr = os.Stdout, os.Stderr
 	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building cairn:", err)
+		fmt.Fprintln(os.Stderr, "building cairn and e2eworker:", err)
 		os.Exit(1)
 	}
 	code := m.Run()

@@ -17,6 +17,7 @@ import (
 	"github.com/cairn-agents/cairn/api"
 	"github.com/cairn-agents/cairn/objstore"
 	"github.com/cairn-agents/cairn/provider/endpoint"
+	"github.com/cairn-agents/cairn/runtime/temporal"
 	"github.com/cairn-agents/cairn/store/postgres"
 )
 
@@ -25,6 +26,7 @@ type serveOptions struct {
 	postgres                    string
 	s3                          objstore.S3Config
 	temporal                    temporalFlags
+	heartbeatTimeout            time.Duration // Temporal mode: SessionArgs.HeartbeatTimeoutMs of new workflows
 }
 
 func serveCommand() *cobra.Command {
@@ -34,6 +36,9 @@ func serveCommand() *cobra.Command {
 		Short: "Run the server: embedded (SQLite under --data) or hosted (--postgres, optional S3)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := heartbeatTimeoutFromEnv(cmd, &o); err != nil {
+				return err
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return serve(ctx, cmd, o)
@@ -45,6 +50,7 @@ func serveCommand() *cobra.Command {
 	f.StringVar(&o.configPath, "config", os.Getenv("CAIRN_CONFIG"), "provider config file (env CAIRN_CONFIG)")
 	postgresFlag(cmd, &o.postgres, "hosted mode: PostgreSQL URL; requests then need an API key")
 	o.temporal.register(cmd, "hosted mode: run sessions on Temporal at HOST:PORT (start `cairn worker`s too)")
+	f.DurationVar(&o.heartbeatTimeout, "heartbeat-timeout", 0, "Temporal mode, advanced: how long a dead worker holds a session's model call, tool call or log append before another worker retries it; applies to session workflows started from now on (default 30s; env CAIRN_HEARTBEAT_TIMEOUT)")
 	s3Flags(cmd, &o)
 	return cmd
 }
@@ -68,6 +74,9 @@ func serve(ctx context.Context, cmd *cobra.Command, o serveOptions) error {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	hostOpts := hostOptions{resolver: providerResolver(o), logger: logger}
 	var hosts api.Hosts
+	if o.heartbeatTimeout != 0 && o.temporal.address == "" {
+		return fmt.Errorf("--heartbeat-timeout (CAIRN_HEARTBEAT_TIMEOUT) applies to the Temporal mode only: add --temporal HOST:PORT")
+	}
 	if o.postgres == "" {
 		if o.s3.Bucket != "" || o.temporal.address != "" {
 			return fmt.Errorf("S3 object storage and Temporal need the hosted store: add --postgres URL")
@@ -97,7 +106,7 @@ func serve(ctx context.Context, cmd *cobra.Command, o serveOptions) error {
 		logger.Warn("the embedded mode has no API keys: anyone who can reach this address can use every session", "listen", ln.Addr().String())
 	}
 	srv := &http.Server{
-		Handler:           api.NewServerFor(hosts, api.ServerOptions{APIKinds: apiKinds, Logger: logger}).Handler(),
+		Handler:           api.NewServerFor(hosts, api.ServerOptions{APIKinds: apiKinds, ValidateParams: validateParams, Logger: logger}).Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	logger.Info("cairn serving", "rpc", "http://"+ln.Addr().String()+"/rpc")
@@ -153,7 +162,7 @@ func openHosted(ctx context.Context, o serveOptions, hostOpts hostOptions) (*uni
 			db.Close()
 			return nil, nil, err
 		}
-		uh := newUniverseHosts(db, objects, gatewayStarter(c, o.temporal.queue))
+		uh := newUniverseHosts(db, objects, gatewayStarter(c, o.temporal.queue, temporal.SessionArgs{HeartbeatTimeoutMs: o.heartbeatTimeout.Milliseconds()}))
 		return uh, func() { uh.close(); c.Close(); db.Close() }, nil
 	}
 	uh := newUniverseHosts(db, objects, func(ctx context.Context, _ string, st *postgres.Store) (api.Host, func(), error) {
@@ -169,6 +178,21 @@ func openHosted(ctx context.Context, o serveOptions, hostOpts hostOptions) (*uni
 		return nil, nil, err
 	}
 	return uh, func() { uh.close(); db.Close() }, nil
+}
+
+// heartbeatTimeoutFromEnv reads CAIRN_HEARTBEAT_TIMEOUT unless the flag was given.
+func heartbeatTimeoutFromEnv(cmd *cobra.Command, o *serveOptions) error {
+	if v := os.Getenv("CAIRN_HEARTBEAT_TIMEOUT"); v != "" && !cmd.Flags().Changed("heartbeat-timeout") {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("CAIRN_HEARTBEAT_TIMEOUT: %w", err)
+		}
+		o.heartbeatTimeout = d
+	}
+	if o.heartbeatTimeout < 0 || (o.heartbeatTimeout > 0 && o.heartbeatTimeout < 2*time.Second) {
+		return fmt.Errorf("--heartbeat-timeout %s: use at least 2s (activities heartbeat about once a second)", o.heartbeatTimeout)
+	}
+	return nil
 }
 
 func isLoopback(addr net.Addr) bool {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -15,8 +14,6 @@ import (
 
 	"github.com/cairn-agents/cairn/api"
 	"github.com/cairn-agents/cairn/core"
-	"github.com/cairn-agents/cairn/provider"
-	"github.com/cairn-agents/cairn/provider/chat"
 	"github.com/cairn-agents/cairn/runtime"
 	"github.com/cairn-agents/cairn/runtime/temporal"
 	"github.com/cairn-agents/cairn/store/postgres"
@@ -64,10 +61,11 @@ func (h temporalHost) SessionStatus(ctx context.Context, sessionID string) (api.
 	return out, nil
 }
 
-// gatewayStarter makes each universe's host a Temporal gateway.
-func gatewayStarter(c client.Client, queue string) startUniverse {
+// gatewayStarter makes each universe's host a Temporal gateway; args is the
+// template of the session workflows' start arguments (timeouts, limits).
+func gatewayStarter(c client.Client, queue string, args temporal.SessionArgs) startUniverse {
 	return func(_ context.Context, slug string, st *postgres.Store) (api.Host, func(), error) {
-		return temporalHost{temporal.NewGateway(c, queue, slug, st, temporal.SessionArgs{})}, func() {}, nil
+		return temporalHost{temporal.NewGateway(c, queue, slug, st, args)}, func() {}, nil
 	}
 }
 
@@ -111,7 +109,7 @@ func runWorker(ctx context.Context, cmd *cobra.Command, o serveOptions, tf tempo
 	tools, _ := runtime.NewTools()
 	acts := temporal.NewActivities(func(ctx context.Context, universe string) (temporal.Store, error) {
 		return stores.get(ctx, universe)
-	}, map[string]provider.Adapter{core.APIChatCompletions: chat.New(providerResolver(o), http.DefaultClient)}, tools)
+	}, adapters(providerResolver(o), nil), tools)
 	w := temporal.NewWorker(c, tf.queue, acts)
 	if err := w.Start(); err != nil {
 		return err

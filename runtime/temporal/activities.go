@@ -62,6 +62,8 @@ func (a *Activities) Rehydrate(ctx context.Context, in RehydrateIn) (RehydrateOu
 	if err != nil {
 		return RehydrateOut{}, err
 	}
+	stop := heartbeat(ctx) // a long log takes a while; a dead worker is noticed in a heartbeat timeout
+	defer stop()
 	for _, b := range core.ConstantBlobs() {
 		if _, err := st.Put(ctx, b); err != nil {
 			return RehydrateOut{}, err
@@ -174,27 +176,39 @@ func (a *Activities) Generate(ctx context.Context, in GenerateIn) (core.Generati
 }
 
 // InvokeTool runs one tool call and stores its output.
-func (a *Activities) InvokeTool(ctx context.Context, in ToolIn) (core.ToolResult, error) {
+//
+// On error it returns no result: the SDK encodes a result even next to an
+// error, and a result without a stored output has a zero ContentRef, which
+// does not encode; Temporal would then record that encoding error instead of
+// the real one.
+func (a *Activities) InvokeTool(ctx context.Context, in ToolIn) (*core.ToolResult, error) {
 	st, err := a.store(ctx, in.Universe)
 	if err != nil {
-		return core.ToolResult{}, err
+		return nil, err
 	}
 	stop := heartbeat(ctx)
 	defer stop()
 	x := &runtime.Executor{Blobs: st, Adapters: a.Adapters, Tools: a.Tools}
-	return x.InvokeTool(ctx, in.RunID, in.Turn, in.Call)
+	res, err := x.InvokeTool(ctx, in.RunID, in.Turn, in.Call)
+	if err != nil {
+		return nil, err
+	}
+	return &res, nil
 }
 
 // heartbeat reports liveness while a long call runs, so a cancelled run's
 // activity learns of the cancellation and a dead worker's call is retried
 // after the heartbeat timeout rather than the whole start-to-close timeout.
+//
+// The first heartbeat goes after a second: one sent at the start is still in
+// flight when a short call returns and fails with the activity's cancelled
+// context (a warning the SDK logged for nearly every short call).
 func heartbeat(ctx context.Context) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		t := time.NewTicker(time.Second)
 		defer t.Stop()
 		for {
-			activity.RecordHeartbeat(ctx)
 			select {
 			case <-done:
 				return
@@ -202,6 +216,7 @@ func heartbeat(ctx context.Context) (stop func()) {
 				return
 			case <-t.C:
 			}
+			activity.RecordHeartbeat(ctx)
 		}
 	}()
 	return func() { close(done) }

@@ -23,8 +23,9 @@ func WorkflowID(universe, sessionID string) string { return universe + "/" + ses
 type SessionArgs struct {
 	Universe  string `json:"universe"`
 	SessionID string `json:"sessionId"`
-	// HeartbeatTimeoutMs bounds how long a dead worker holds a model or tool
-	// call before another worker retries it (default 30 s).
+	// HeartbeatTimeoutMs bounds how long a dead worker holds a model call, a
+	// tool call or a rehydration before another worker retries it (default
+	// 30 s). Appends run as local activities, retried with the workflow task.
 	HeartbeatTimeoutMs int64 `json:"heartbeatTimeoutMs,omitempty"`
 	// ContinueAsNewAfter is the history length past which an idle workflow
 	// continues as new (default 2,000 events).
@@ -102,10 +103,11 @@ func (c Command) Unwrap() (core.Command, error) {
 
 // SubmitResult is an admitted command's outcome.
 type SubmitResult struct {
-	RunID     string          `json:"runId,omitempty"`
-	Status    string          `json:"status,omitempty"`
-	Duplicate bool            `json:"duplicate,omitempty"`
-	Proposals []core.Proposal `json:"proposals,omitempty"`
+	RunID     string   `json:"runId,omitempty"`
+	Status    string   `json:"status,omitempty"`
+	Duplicate bool     `json:"duplicate,omitempty"`
+	Revision  int64    `json:"revision,omitempty"`
+	EntryIDs  []string `json:"entryIds,omitempty"`
 }
 
 // Status is what the status query answers, from the workflow's state.

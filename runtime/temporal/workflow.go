@@ -77,7 +77,7 @@ func SessionWorkflow(ctx workflow.Context, args SessionArgs) error {
 // rehydrate rebuilds the drive from the log, through an activity.
 func (s *session) rehydrate(ctx workflow.Context) error {
 	var out RehydrateOut
-	err := workflow.ExecuteActivity(shortActivity(ctx), "Rehydrate", RehydrateIn{Universe: s.args.Universe, SessionID: s.args.SessionID}).Get(ctx, &out)
+	err := workflow.ExecuteActivity(s.shortActivity(ctx), "Rehydrate", RehydrateIn{Universe: s.args.Universe, SessionID: s.args.SessionID}).Get(ctx, &out)
 	if err != nil {
 		return err
 	}
@@ -137,7 +137,7 @@ func (s *session) pump(ctx workflow.Context) {
 // writer) rebuilds the state from the log.
 func (s *session) commit(ctx workflow.Context, in core.Intent) error {
 	var out AppendOut
-	err := workflow.ExecuteActivity(shortActivity(ctx), "Append", AppendIn{
+	err := workflow.ExecuteLocalActivity(appendActivity(ctx), "Append", AppendIn{
 		Universe: s.args.Universe, SessionID: s.args.SessionID, ExpectedHead: in.ExpectedHead, Proposals: in.Proposals,
 	}).Get(ctx, &out)
 	if err != nil {
@@ -306,7 +306,7 @@ func (s *session) submit(ctx workflow.Context, cmd Command) (SubmitResult, error
 		return SubmitResult{}, rejectionError(err)
 	}
 	s.dirty = true
-	return SubmitResult{RunID: adm.RunID, Status: adm.Status, Duplicate: adm.Duplicate, Proposals: adm.Proposals}, nil
+	return SubmitResult{RunID: adm.RunID, Status: adm.Status, Duplicate: adm.Duplicate, Revision: adm.Revision, EntryIDs: adm.EntryIDs}, nil
 }
 
 // rejectionError carries a core rejection across Temporal as a typed,
@@ -330,23 +330,43 @@ func (s *session) status() (Status, error) {
 	return out, nil
 }
 
-func shortActivity(ctx workflow.Context) workflow.Context {
+// appendActivity runs Append as a local activity: in the worker that runs
+// the workflow task, recorded as one marker with its small result and not
+// its input. The proposals it carries are thus not copied into history, and
+// no extra workflow task is needed per append. A worker that dies mid-append
+// fails the workflow task; the next worker re-runs it, and Append finds its
+// own events already stored and succeeds.
+func appendActivity(ctx workflow.Context) workflow.Context {
+	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2, MaximumInterval: 10 * time.Second},
+	})
+}
+
+// shortActivity is for Rehydrate. They heartbeat too, so an
+// append held by a worker that died is retried after the heartbeat timeout,
+// not after the whole start-to-close minute (the session would stall that long).
+func (s *session) shortActivity(ctx workflow.Context) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute,
+		HeartbeatTimeout:    s.heartbeatTimeout(),
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
 	})
+}
+
+func (s *session) heartbeatTimeout() time.Duration {
+	if s.args.HeartbeatTimeoutMs <= 0 {
+		return defaultHeartbeatTimeout
+	}
+	return time.Duration(s.args.HeartbeatTimeoutMs) * time.Millisecond
 }
 
 // longActivity is for model and tool calls: heartbeats detect a dead worker
 // quickly; attempts are bounded so a broken provider fails the turn.
 func (s *session) longActivity(ctx workflow.Context, attempts int32) workflow.Context {
-	hb := time.Duration(s.args.HeartbeatTimeoutMs) * time.Millisecond
-	if hb <= 0 {
-		hb = defaultHeartbeatTimeout
-	}
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 10 * time.Minute,
-		HeartbeatTimeout:    hb,
+		HeartbeatTimeout:    s.heartbeatTimeout(),
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute,
 			MaximumAttempts: attempts},
 	})
