@@ -43,7 +43,7 @@ func (a *Adapter) Generate(ctx context.Context, blobs blob.Store, req provider.R
 	if req.Model.APIKind != "" && req.Model.APIKind != APIKind {
 		return provider.Output{}, fmt.Errorf("chat: model selection has API kind %q, want %q", req.Model.APIKind, APIKind)
 	}
-	ep, err := a.resolver.Resolve(req.Model.ProviderID)
+	ep, err := endpoint.ResolveFor(a.resolver, req.Model.ProviderID, APIKind) // refuses a provider that does not admit this API kind
 	if err != nil {
 		return provider.Output{}, fmt.Errorf("chat: %w", err)
 	}
