@@ -5,13 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/cairn-agents/cairn/provider/rawjson"
 	"strconv"
 
 	"github.com/cairn-agents/cairn/blob"
 	"github.com/cairn-agents/cairn/content"
 	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/provider"
+	"github.com/cairn-agents/cairn/provider/rawjson"
 )
 
 // DecodeError says why a response body could not be decoded. It never quotes

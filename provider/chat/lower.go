@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/cairn-agents/cairn/provider/rawjson"
 	"strings"
 
 	"github.com/cairn-agents/cairn/blob"
 	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/provider"
+	"github.com/cairn-agents/cairn/provider/rawjson"
 )
 
 // LowerOptions are the per-endpoint choices that shape a request.

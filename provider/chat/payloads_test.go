@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/cairn-agents/cairn/provider/rawjson"
 	"path/filepath"
 	"testing"
 
 	"github.com/cairn-agents/cairn/content"
 	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/provider"
+	"github.com/cairn-agents/cairn/provider/rawjson"
 )
 
 // acceptedAssistantFields are the members an assistant message in a request

@@ -3,8 +3,9 @@ package chat
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/cairn-agents/cairn/provider/rawjson"
 	"strings"
+
+	"github.com/cairn-agents/cairn/provider/rawjson"
 )
 
 // Projections derive display material from stored native bytes. They are views:
