@@ -10,6 +10,7 @@ import (
 	"github.com/cairn-agents/cairn/blob"
 	"github.com/cairn-agents/cairn/provider"
 	"github.com/cairn-agents/cairn/provider/endpoint"
+	"github.com/cairn-agents/cairn/provider/httpx"
 )
 
 // Adapter speaks Anthropic Messages over plain net/http. The endpoint is
@@ -108,7 +109,7 @@ func (a *Adapter) Generate(ctx context.Context, blobs blob.Store, req provider.R
 func decodeFailure(err error, ep endpoint.Endpoint) error {
 	var de *DecodeError
 	if errors.As(err, &de) {
-		return &provider.Error{Status: http.StatusOK, Message: redact(de.Error(), ep)}
+		return &provider.Error{Status: http.StatusOK, Message: httpx.Redact(de.Error(), ep)}
 	}
 	return err
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/provider"
 	"github.com/cairn-agents/cairn/provider/endpoint"
+	"github.com/cairn-agents/cairn/provider/httpx"
 )
 
 func TestAdapterToolLoop(t *testing.T) {
@@ -292,7 +293,7 @@ func TestAdapterErrorClassification(t *testing.T) {
 		b := newCtxWithUser(t)
 		_, err := adapterFor(ep).Generate(context.Background(), b.blobs, b.request())
 		var pe *provider.Error
-		if !errors.As(err, &pe) || len(pe.Message) > maxMessageBytes+len("…") || !strings.HasSuffix(pe.Message, "…") {
+		if !errors.As(err, &pe) || len(pe.Message) > httpx.MaxMessageBytes+len("…") || !strings.HasSuffix(pe.Message, "…") {
 			t.Fatalf("got %d bytes: %v", len(pe.Message), err)
 		}
 	})
@@ -394,25 +395,5 @@ func TestAdapterRequestErrorsSendNothing(t *testing.T) {
 	}
 	if len(f.requests()) != 0 {
 		t.Fatal("a request was sent")
-	}
-}
-
-func TestRetryAfterParsing(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for h, want := range map[string]time.Duration{
-		"":     0,
-		"0":    0,
-		"-5":   0,
-		"120":  120 * time.Second,
-		"soon": 0,
-		now.Add(-time.Minute).Format(http.TimeFormat): 0,
-		now.Add(time.Hour).Format(http.TimeFormat):    time.Hour,
-	} {
-		if got := retryAfter(http.Header{"Retry-After": {h}}, now); got != want {
-			t.Errorf("Retry-After %q = %v, want %v", h, got, want)
-		}
-	}
-	if got := retryAfter(http.Header{"Retry-After-Ms": {"250.5"}}, now); got != 250500*time.Microsecond {
-		t.Errorf("retry-after-ms: %v", got)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/cairn-agents/cairn/blob"
 	"github.com/cairn-agents/cairn/provider"
 	"github.com/cairn-agents/cairn/provider/endpoint"
+	"github.com/cairn-agents/cairn/provider/httpx"
 )
 
 // Adapter speaks Chat Completions over plain net/http. The endpoint is
@@ -61,7 +62,7 @@ func (a *Adapter) Generate(ctx context.Context, blobs blob.Store, req provider.R
 		if errors.As(err, &de) {
 			// The provider answered 2xx with something that is not a
 			// completion; resending the same request will not fix it.
-			return provider.Output{}, &provider.Error{Status: http.StatusOK, Message: redact(de.Error(), ep)}
+			return provider.Output{}, &provider.Error{Status: http.StatusOK, Message: httpx.Redact(de.Error(), ep)}
 		}
 		return provider.Output{}, err // storing failed: not the provider's fault
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/provider"
 	"github.com/cairn-agents/cairn/provider/endpoint"
+	"github.com/cairn-agents/cairn/provider/httpx"
 )
 
 const testKey = "sk-test-9f8e7d6c5b4a-SECRET"
@@ -238,7 +239,7 @@ func TestAdapterErrorClassification(t *testing.T) {
 		b.user("q")
 		_, err := adapterFor(ep).Generate(context.Background(), b.blobs, chatRequest(b))
 		var pe *provider.Error
-		if !errors.As(err, &pe) || len(pe.Message) > maxMessageBytes+len("…") || !strings.HasSuffix(pe.Message, "…") || !strings.HasPrefix(pe.Message, "éé") {
+		if !errors.As(err, &pe) || len(pe.Message) > httpx.MaxMessageBytes+len("…") || !strings.HasSuffix(pe.Message, "…") || !strings.HasPrefix(pe.Message, "éé") {
 			t.Fatalf("got %d bytes: %v", len(pe.Message), err)
 		}
 	})
@@ -327,22 +328,5 @@ func TestAdapterConfigErrors(t *testing.T) {
 	req.Model.APIKind = core.APIAnthropicMessages
 	if _, err := a.Generate(context.Background(), b.blobs, req); err == nil || !strings.Contains(err.Error(), "API kind") {
 		t.Fatalf("wrong API kind: %v", err)
-	}
-}
-
-func TestRetryAfterParsing(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for h, want := range map[string]time.Duration{
-		"":     0,
-		"0":    0,
-		"-5":   0,
-		"120":  120 * time.Second,
-		"soon": 0,
-		now.Add(-time.Minute).Format(http.TimeFormat): 0,
-		now.Add(time.Hour).Format(http.TimeFormat):    time.Hour,
-	} {
-		if got := retryAfter(h, now); got != want {
-			t.Errorf("Retry-After %q = %v, want %v", h, got, want)
-		}
 	}
 }

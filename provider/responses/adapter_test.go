@@ -15,6 +15,7 @@ import (
 	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/provider"
 	"github.com/cairn-agents/cairn/provider/endpoint"
+	"github.com/cairn-agents/cairn/provider/httpx"
 )
 
 func fakeRequest(b *ctxBuilder) provider.Request {
@@ -202,7 +203,7 @@ func TestAdapterErrorClassification(t *testing.T) {
 		b.user("q")
 		_, err := adapterFor(f.start(t)).Generate(context.Background(), b.blobs, fakeRequest(b))
 		var pe *provider.Error
-		if !errors.As(err, &pe) || len(pe.Message) > maxMessageBytes+len("…") || !strings.HasSuffix(pe.Message, "…") || !strings.HasPrefix(pe.Message, "éé") {
+		if !errors.As(err, &pe) || len(pe.Message) > httpx.MaxMessageBytes+len("…") || !strings.HasSuffix(pe.Message, "…") || !strings.HasPrefix(pe.Message, "éé") {
 			t.Fatalf("got %v", err)
 		}
 	})
@@ -323,22 +324,5 @@ func TestAdapterFailsBeforeIO(t *testing.T) {
 	}
 	if sent {
 		t.Fatal("a request was sent")
-	}
-}
-
-func TestRetryAfterParsing(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for h, want := range map[string]time.Duration{
-		"":     0,
-		"0":    0,
-		"-5":   0,
-		"120":  120 * time.Second,
-		"soon": 0,
-		now.Add(-time.Minute).Format(http.TimeFormat): 0,
-		now.Add(time.Hour).Format(http.TimeFormat):    time.Hour,
-	} {
-		if got := retryAfter(h, now); got != want {
-			t.Errorf("Retry-After %q = %v, want %v", h, got, want)
-		}
 	}
 }
