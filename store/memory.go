@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/cairn-agents/cairn/blob"
 	"github.com/cairn-agents/cairn/content"
@@ -20,6 +21,10 @@ type Memory struct {
 	mu       sync.RWMutex
 	sessions map[string]*memSession
 	edges    map[content.Digest]map[content.Digest]struct{} // parent → children
+
+	now        func() time.Time
+	workspaces map[string]Workspace
+	snapshots  map[content.Digest]Snapshot
 }
 
 type memSession struct {
@@ -31,11 +36,33 @@ type memSession struct {
 var (
 	_ SessionLog = (*Memory)(nil)
 	_ Edges      = (*Memory)(nil)
+	_ Workspaces = (*Memory)(nil)
 )
 
+// MemoryOption configures NewMemory.
+type MemoryOption func(*Memory)
+
+// WithMemoryNow replaces time.Now as the clock for workspace and snapshot
+// timestamps.
+func WithMemoryNow(now func() time.Time) MemoryOption { return func(m *Memory) { m.now = now } }
+
 // NewMemory returns an empty log whose appends require their refs in blobs.
-func NewMemory(blobs blob.Store) *Memory {
-	return &Memory{blobs: blobs, sessions: map[string]*memSession{}, edges: map[content.Digest]map[content.Digest]struct{}{}}
+func NewMemory(blobs blob.Store, opts ...MemoryOption) *Memory {
+	m := &Memory{
+		blobs:      blobs,
+		sessions:   map[string]*memSession{},
+		edges:      map[content.Digest]map[content.Digest]struct{}{},
+		now:        time.Now,
+		workspaces: map[string]Workspace{},
+		snapshots:  map[content.Digest]Snapshot{},
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	if m.now == nil {
+		m.now = time.Now
+	}
+	return m
 }
 
 // Append implements SessionLog.

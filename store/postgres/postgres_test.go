@@ -102,6 +102,21 @@ func seedNoise(t *testing.T, s *postgres.Store) {
 	if err := s.PutEdges(ctx, put([]byte("manifest")), []content.Digest{content.Sum([]byte("file b"))}); err != nil {
 		t.Fatalf("seed edges: %v", err)
 	}
+	// Workspaces and snapshots the workspace tests expect absent, pointing at
+	// bytes they expect absent.
+	for _, name := range []string{"main", "b", "Z-1", "ghost", "other", "second", "A"} {
+		if _, err := s.CreateWorkspace(ctx, name, content.Sum([]byte("absent"))); err != nil {
+			t.Fatalf("seed workspace %s: %v", name, err)
+		}
+	}
+	if _, err := s.MoveHead(ctx, "main", 1, put([]byte("manifest"))); err != nil {
+		t.Fatalf("seed workspace move: %v", err)
+	}
+	for _, str := range []string{"absent", "manifest", "other manifest"} {
+		if _, err := s.PutSnapshot(ctx, put([]byte(str))); err != nil {
+			t.Fatalf("seed snapshot: %v", err)
+		}
+	}
 	for _, id := range []string{"s1", "s2", "s-a", "ghost", "unknown", "known", "s0"} {
 		if _, err := s.Append(ctx, id, 0, []core.Proposal{
 			{ObservedAtMs: 1, Kind: core.KindSessionOpened, Version: core.EventVersion,

@@ -91,6 +91,32 @@ CREATE TABLE retention_edges (
 -- Retention asks whether any edge points at a digest.
 CREATE INDEX retention_edges_child ON retention_edges (universe, child);
 `},
+	// Workspaces (named, revisioned heads over snapshot manifests) and
+	// snapshot records. Both hold their manifest blob: deleting a blob a
+	// head or a snapshot references fails.
+	{version: 3, sql: `
+CREATE TABLE workspaces (
+	universe      TEXT    NOT NULL DEFAULT 'default',
+	name          TEXT    NOT NULL,
+	revision      INTEGER NOT NULL CHECK (revision > 0),
+	head          TEXT    NOT NULL, -- "sha256:<hex>" of the snapshot manifest
+	created_at_ms INTEGER NOT NULL,
+	updated_at_ms INTEGER NOT NULL,
+	PRIMARY KEY (universe, name),
+	FOREIGN KEY (universe, head) REFERENCES blobs (universe, digest)
+) WITHOUT ROWID;
+
+-- Retention asks whether any head points at a digest.
+CREATE INDEX workspaces_head ON workspaces (universe, head);
+
+CREATE TABLE snapshots (
+	universe      TEXT    NOT NULL DEFAULT 'default',
+	manifest      TEXT    NOT NULL, -- "sha256:<hex>"
+	created_at_ms INTEGER NOT NULL,
+	PRIMARY KEY (universe, manifest),
+	FOREIGN KEY (universe, manifest) REFERENCES blobs (universe, digest)
+) WITHOUT ROWID;
+`},
 }
 
 // SchemaVersion is the version Open migrates a database to.

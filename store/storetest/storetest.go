@@ -18,8 +18,8 @@ import (
 	"github.com/cairn-agents/cairn/store"
 )
 
-// Run exercises the store.SessionLog contract, and store.Edges for backends
-// whose log or blob store implements it. newStores must return an empty log
+// Run exercises the store.SessionLog contract, and store.Edges and
+// store.Workspaces for backends whose log or blob store implements them. newStores must return an empty log
 // and the blob store that log checks refs against (the same object for
 // backends that implement both); register cleanup with t.Cleanup.
 func Run(t *testing.T, newStores func(t *testing.T) (store.SessionLog, blob.Store)) {
@@ -49,6 +49,14 @@ func Run(t *testing.T, newStores func(t *testing.T) (store.SessionLog, blob.Stor
 		{"EdgesRecordChildrenIdempotently", testEdges},
 		{"EdgesRequireParentAndChildren", testEdgesMissing},
 		{"EdgesRejectZeroAndSelf", testEdgesInvalid},
+		{"WorkspacesCreateReadList", testWorkspaceCreateRead},
+		{"WorkspaceDuplicateCreateFails", testWorkspaceDuplicate},
+		{"WorkspaceMoveHeadIncrementsRevision", testWorkspaceMove},
+		{"WorkspaceStaleRevisionConflictsAndChangesNothing", testWorkspaceStale},
+		{"WorkspaceConcurrentMoversExactlyOneWins", testWorkspaceConcurrent},
+		{"WorkspaceHeadMustExist", testWorkspaceMissingHead},
+		{"WorkspaceInvalidRequestsAreRejected", testWorkspaceInvalid},
+		{"SnapshotsAreIdempotentRecords", testSnapshots},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
