@@ -14,6 +14,7 @@ import (
 	"github.com/cairn-agents/cairn/content"
 	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/runtime"
+	"github.com/cairn-agents/cairn/store"
 	"github.com/cairn-agents/cairn/view"
 )
 
@@ -69,7 +70,7 @@ func requireSession(id string) error {
 }
 
 func (s call) createSession(ctx context.Context, p CreateSessionParams) (CreateSessionResult, error) {
-	cfg := core.SessionConfig{Model: p.Model, Tools: p.Tools, MaxTurns: p.MaxTurns, ProviderParams: p.ProviderParams}
+	cfg := core.SessionConfig{Model: p.Model, Tools: p.Tools, MaxTurns: p.MaxTurns, ProviderParams: p.ProviderParams, Links: p.Links}
 	if err := core.ValidateConfig(cfg); err != nil {
 		return CreateSessionResult{}, err
 	}
@@ -86,6 +87,9 @@ func (s call) createSession(ctx context.Context, p CreateSessionParams) (CreateS
 		return CreateSessionResult{}, &core.Rejection{Kind: core.RejectInvalidConfiguration,
 			Message: "API kind " + p.Model.APIKind + " has no adapter in this server yet; supported: " + strings.Join(s.apiKinds, ", ")}
 	}
+	if err := s.checkLinks(ctx, cfg.Links); err != nil {
+		return CreateSessionResult{}, err
+	}
 	var instr *core.EntryInput
 	if p.Instructions != "" {
 		item, err := runtime.TextInput(ctx, s.host.Blobs(), p.Instructions)
@@ -99,6 +103,34 @@ func (s call) createSession(ctx context.Context, p CreateSessionParams) (CreateS
 		return CreateSessionResult{}, err
 	}
 	return CreateSessionResult{SessionID: id}, nil
+}
+
+// checkLinks refuses links to workspaces or snapshots the universe does not
+// have; a workspace is resolved to its head only when a file is used.
+func (s call) checkLinks(ctx context.Context, links []core.Link) error {
+	if len(links) == 0 {
+		return nil
+	}
+	ws, ok := s.host.Log().(store.Workspaces)
+	if !ok {
+		return &core.Rejection{Kind: core.RejectInvalidConfiguration, Message: "this store keeps no workspaces; links are not available"}
+	}
+	for _, l := range links {
+		var err error
+		if l.Workspace != "" {
+			_, err = ws.Workspace(ctx, l.Workspace)
+		} else {
+			d, _ := content.ParseDigest(l.Snapshot) // validated by the core
+			_, err = ws.Snapshot(ctx, d)
+		}
+		if errors.Is(err, store.ErrWorkspaceNotFound) || errors.Is(err, store.ErrSnapshotNotFound) {
+			return &core.Rejection{Kind: core.RejectUnknownReference, Message: "link at " + l.Mount + ": " + err.Error()}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s call) readSession(ctx context.Context, p SessionParams) (SessionReadResult, error) {

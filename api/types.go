@@ -32,6 +32,8 @@ type CreateSessionParams struct {
 	MaxTurns     int                 `json:"maxTurns,omitempty"`
 	// ProviderParams are the API kind's versioned request parameters.
 	ProviderParams json.RawMessage `json:"providerParams,omitempty"`
+	// Links mount workspaces and snapshots into the session's files.
+	Links []core.Link `json:"links,omitempty"`
 }
 
 type CreateSessionResult struct {

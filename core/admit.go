@@ -96,6 +96,9 @@ func ValidateConfig(cfg SessionConfig) error {
 			return reject(RejectInvalidConfiguration, "providerParams: %v", err)
 		}
 	}
+	if err := validateLinks(cfg.Links); err != nil {
+		return err
+	}
 	for i, t := range cfg.Tools {
 		if t == "" {
 			return reject(RejectInvalidConfiguration, "tools[%d] is empty", i)

@@ -61,6 +61,10 @@ type SessionConfig struct {
 	Tools []string `json:"tools,omitempty"`
 	// MaxTurns bounds the turns of one run; 0 means DefaultMaxTurns.
 	MaxTurns int `json:"maxTurns,omitempty"`
+	// Links mount workspaces (resolved to their current head at each
+	// operation) and snapshots (pinned, read-only) into the session's file
+	// tree, at mount paths that do not overlap.
+	Links []Link `json:"links,omitempty"`
 	// ProviderParams are the API kind's request parameters (temperature,
 	// reasoning effort, cache TTL, …) as canonical JSON. The core keeps them
 	// opaque; the API kind's adapter validates them before admission.
@@ -112,3 +116,11 @@ type ToolCall struct {
 // DefaultMaxTurns bounds the turns of one run when the config sets none, so a
 // model that keeps calling tools cannot loop forever.
 const DefaultMaxTurns = 50
+
+// Link mounts one workspace or one snapshot (a manifest digest) at an
+// absolute mount path; exactly one of Workspace and Snapshot is set.
+type Link struct {
+	Mount     string `json:"mount"`
+	Workspace string `json:"workspace,omitempty"`
+	Snapshot  string `json:"snapshot,omitempty"`
+}

@@ -1,6 +1,8 @@
 package core_test
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/cairn-agents/cairn/core"
@@ -170,5 +172,39 @@ func TestSpec_ProviderParamsAreCanonicalAndPartOfTheFingerprint(t *testing.T) {
 	bad.ProviderParams = []byte(`[1]`)
 	if err := core.ValidateConfig(bad); err == nil {
 		t.Fatal("a non-object params value was accepted")
+	}
+}
+
+func TestSpec_LinksMountWorkspacesAndSnapshotsAtPathsThatDoNotOverlap(t *testing.T) {
+	snap := "sha256:" + strings.Repeat("ab", 32)
+	good := testConfig()
+	good.Links = []core.Link{{Mount: "/work", Workspace: "acorn"}, {Mount: "/ref/v1", Snapshot: snap}, {Mount: "/ref2", Workspace: "docs"}}
+	if err := core.ValidateConfig(good); err != nil {
+		t.Fatalf("valid links rejected: %v", err)
+	}
+	bad := map[string][]core.Link{
+		"relative mount":     {{Mount: "work", Workspace: "a"}},
+		"trailing slash":     {{Mount: "/work/", Workspace: "a"}},
+		"dot-dot":            {{Mount: "/work/../etc", Workspace: "a"}},
+		"no target":          {{Mount: "/work"}},
+		"two targets":        {{Mount: "/work", Workspace: "a", Snapshot: snap}},
+		"snapshot not a ref": {{Mount: "/work", Snapshot: "v1"}},
+		"same mount":         {{Mount: "/work", Workspace: "a"}, {Mount: "/work", Workspace: "b"}},
+		"nested mount":       {{Mount: "/work", Workspace: "a"}, {Mount: "/work/sub", Snapshot: snap}},
+		"root overlaps all":  {{Mount: "/", Workspace: "a"}, {Mount: "/x", Workspace: "b"}},
+	}
+	for name, links := range bad {
+		cfg := testConfig()
+		cfg.Links = links
+		var rej *core.Rejection
+		if err := core.ValidateConfig(cfg); !errors.As(err, &rej) || rej.Kind != core.RejectInvalidConfiguration {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	// A prefix that is not a parent directory does not overlap.
+	ok := testConfig()
+	ok.Links = []core.Link{{Mount: "/work", Workspace: "a"}, {Mount: "/workshop", Workspace: "b"}}
+	if err := core.ValidateConfig(ok); err != nil {
+		t.Fatalf("/work and /workshop do not overlap: %v", err)
 	}
 }
