@@ -14,20 +14,8 @@ import (
 	"github.com/cairn-agents/cairn/provider/rawjson"
 )
 
-// DecodeError says why a response body could not be decoded. It never quotes
-// the body.
-type DecodeError struct {
-	Reason string
-	Err    error
-}
-
-func (e *DecodeError) Error() string {
-	if e.Err != nil {
-		return "anthropic: decode response: " + e.Reason + ": " + e.Err.Error()
-	}
-	return "anthropic: decode response: " + e.Reason
-}
-func (e *DecodeError) Unwrap() error { return e.Err }
+// DecodeError says why a response body could not be decoded.
+type DecodeError = provider.DecodeError
 
 // response is one Messages response: its facts and its content blocks. The
 // blocks are kept as bytes; nothing passes through a struct.
@@ -74,18 +62,18 @@ func (c *count) UnmarshalJSON(b []byte) error {
 func parseResponse(body []byte) (response, error) {
 	ms, err := rawjson.ObjectMembers(body)
 	if err != nil {
-		return response{}, &DecodeError{Reason: "response is not a JSON object", Err: err}
+		return response{}, &DecodeError{API: "anthropic", Reason: "response is not a JSON object", Err: err}
 	}
 	if t, ok := rawjson.String(rawjson.Lookup(ms, "type")); ok && t != "message" {
-		return response{}, &DecodeError{Reason: fmt.Sprintf("response type %q, want \"message\"", t)}
+		return response{}, &DecodeError{API: "anthropic", Reason: fmt.Sprintf("response type %q, want \"message\"", t)}
 	}
 	contentV := rawjson.Lookup(ms, "content")
 	if rawjson.IsNull(contentV) {
-		return response{}, &DecodeError{Reason: "response has no content array"}
+		return response{}, &DecodeError{API: "anthropic", Reason: "response has no content array"}
 	}
 	elems, err := rawjson.ArrayElements(contentV)
 	if err != nil {
-		return response{}, &DecodeError{Reason: "content", Err: err}
+		return response{}, &DecodeError{API: "anthropic", Reason: "content", Err: err}
 	}
 	r := response{}
 	r.id, _ = rawjson.String(rawjson.Lookup(ms, "id"))
@@ -96,7 +84,7 @@ func parseResponse(body []byte) (response, error) {
 	if u := rawjson.Lookup(ms, "usage"); !rawjson.IsNull(u) {
 		var f usageFacts
 		if err := json.Unmarshal(u, &f); err != nil {
-			return response{}, &DecodeError{Reason: "usage", Err: err}
+			return response{}, &DecodeError{API: "anthropic", Reason: "usage", Err: err}
 		}
 		// InputTokens counts every prompt token. Anthropic reports the cached
 		// and cache-written parts beside input_tokens, not inside it; adding
@@ -114,7 +102,7 @@ func parseResponse(body []byte) (response, error) {
 	for i, e := range elems {
 		b, _, err := parseBlock(e)
 		if err != nil {
-			return response{}, &DecodeError{Reason: fmt.Sprintf("content[%d]", i), Err: err}
+			return response{}, &DecodeError{API: "anthropic", Reason: fmt.Sprintf("content[%d]", i), Err: err}
 		}
 		r.blocks = append(r.blocks, b)
 	}
@@ -264,7 +252,7 @@ func entriesFromBlocks(ctx context.Context, blobs blob.Store, blocks []block) ([
 			var call core.ToolCall
 			e, call, err = decodeToolUse(ctx, blobs, b)
 			if err != nil {
-				return nil, nil, &DecodeError{Reason: fmt.Sprintf("content[%d] (tool_use)", i), Err: err}
+				return nil, nil, &DecodeError{API: "anthropic", Reason: fmt.Sprintf("content[%d] (tool_use)", i), Err: err}
 			}
 			calls = append(calls, call)
 		default:

@@ -14,20 +14,8 @@ import (
 	"github.com/cairn-agents/cairn/provider/rawjson"
 )
 
-// DecodeError says why a response body could not be decoded. It never quotes
-// the body.
-type DecodeError struct {
-	Reason string
-	Err    error
-}
-
-func (e *DecodeError) Error() string {
-	if e.Err != nil {
-		return "chat: decode response: " + e.Reason + ": " + e.Err.Error()
-	}
-	return "chat: decode response: " + e.Reason
-}
-func (e *DecodeError) Unwrap() error { return e.Err }
+// DecodeError says why a response body could not be decoded.
+type DecodeError = provider.DecodeError
 
 // envelope holds only the facts the core branches on; the message itself is
 // kept as raw bytes and never passes through a struct.
@@ -75,15 +63,15 @@ func (c *count) UnmarshalJSON(b []byte) error {
 func Decode(ctx context.Context, blobs blob.Store, body []byte) (provider.Output, error) {
 	var env envelope
 	if err := json.Unmarshal(body, &env); err != nil {
-		return provider.Output{}, &DecodeError{Reason: "invalid response envelope", Err: err}
+		return provider.Output{}, &DecodeError{API: "chat", Reason: "invalid response envelope", Err: err}
 	}
 	if len(env.Choices) == 0 {
-		return provider.Output{}, &DecodeError{Reason: "response has no choices"}
+		return provider.Output{}, &DecodeError{API: "chat", Reason: "response has no choices"}
 	}
 	choice := env.Choices[0]
 	msg, err := rawjson.ObjectMembers(choice.Message)
 	if err != nil {
-		return provider.Output{}, &DecodeError{Reason: "choices[0].message", Err: err}
+		return provider.Output{}, &DecodeError{API: "chat", Reason: "choices[0].message", Err: err}
 	}
 
 	out := provider.Output{ResponseID: env.ID}
@@ -157,12 +145,12 @@ func Decode(ctx context.Context, blobs blob.Store, body []byte) (provider.Output
 	if !rawjson.IsNull(toolCallsJSON) {
 		calls, err := rawjson.ArrayElements(toolCallsJSON)
 		if err != nil {
-			return provider.Output{}, &DecodeError{Reason: "message.tool_calls", Err: err}
+			return provider.Output{}, &DecodeError{API: "chat", Reason: "message.tool_calls", Err: err}
 		}
 		for i, raw := range calls {
 			e, call, err := decodeToolCall(ctx, blobs, raw)
 			if err != nil {
-				return provider.Output{}, &DecodeError{Reason: fmt.Sprintf("message.tool_calls[%d]", i), Err: err}
+				return provider.Output{}, &DecodeError{API: "chat", Reason: fmt.Sprintf("message.tool_calls[%d]", i), Err: err}
 			}
 			out.Entries = append(out.Entries, e)
 			out.ToolCalls = append(out.ToolCalls, call)

@@ -14,20 +14,8 @@ import (
 	"github.com/cairn-agents/cairn/provider/rawjson"
 )
 
-// DecodeError says why a response body could not be decoded. It never quotes
-// the body, which may hold anything the model wrote.
-type DecodeError struct {
-	Reason string
-	Err    error
-}
-
-func (e *DecodeError) Error() string {
-	if e.Err != nil {
-		return "responses: decode response: " + e.Reason + ": " + e.Err.Error()
-	}
-	return "responses: decode response: " + e.Reason
-}
-func (e *DecodeError) Unwrap() error { return e.Err }
+// DecodeError says why a response body could not be decoded.
+type DecodeError = provider.DecodeError
 
 // envelope holds only the facts the core branches on. The output items are
 // read separately as raw bytes and never pass through a struct.
@@ -88,20 +76,20 @@ const (
 func Decode(ctx context.Context, blobs blob.Store, body []byte) (provider.Output, error) {
 	var env envelope
 	if err := json.Unmarshal(body, &env); err != nil {
-		return provider.Output{}, &DecodeError{Reason: "invalid response envelope", Err: err}
+		return provider.Output{}, &DecodeError{API: "responses", Reason: "invalid response envelope", Err: err}
 	}
 	top, err := rawjson.ObjectMembers(body)
 	if err != nil {
-		return provider.Output{}, &DecodeError{Reason: "invalid response envelope", Err: err}
+		return provider.Output{}, &DecodeError{API: "responses", Reason: "invalid response envelope", Err: err}
 	}
 	outputJSON := rawjson.Lookup(top, "output")
 	if len(outputJSON) == 0 || outputJSON[0] != '[' {
 		// Error bodies sent with 200 by some gateways land here.
-		return provider.Output{}, &DecodeError{Reason: "response has no output array"}
+		return provider.Output{}, &DecodeError{API: "responses", Reason: "response has no output array"}
 	}
 	items, err := rawjson.ArrayElements(outputJSON)
 	if err != nil {
-		return provider.Output{}, &DecodeError{Reason: "output", Err: err}
+		return provider.Output{}, &DecodeError{API: "responses", Reason: "output", Err: err}
 	}
 
 	out := provider.Output{ResponseID: env.ID, Finish: env.Status}
@@ -131,7 +119,7 @@ func Decode(ctx context.Context, blobs blob.Store, body []byte) (provider.Output
 			if errors.As(err, &se) {
 				return provider.Output{}, err
 			}
-			return provider.Output{}, &DecodeError{Reason: fmt.Sprintf("output[%d]", i), Err: err}
+			return provider.Output{}, &DecodeError{API: "responses", Reason: fmt.Sprintf("output[%d]", i), Err: err}
 		}
 		out.Entries = append(out.Entries, e)
 		if call != nil {
