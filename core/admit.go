@@ -214,6 +214,14 @@ func admitStartRun(s *State, c StartRun) (Admission, error) {
 	if err := validInput(c.Input); err != nil {
 		return Admission{}, err
 	}
+	for i, a := range c.Activations {
+		if a.Kind != EntrySkillActivation {
+			return Admission{}, reject(RejectInvalidInput, "activations[%d] has kind %q; a run activates only %s entries", i, a.Kind, EntrySkillActivation)
+		}
+		if err := validRef(a); err != nil {
+			return Admission{}, err
+		}
+	}
 	fp := InputFingerprint(c.Input)
 	if c.SubmissionID != "" {
 		if id, seen := s.submissions[c.SubmissionID]; seen {
@@ -232,7 +240,7 @@ func admitStartRun(s *State, c StartRun) (Admission, error) {
 	}
 	queued := s.HasWork()
 	b := s.newBatch(c.AtMs)
-	b.add(KindRunAccepted, runJoins(c.RunID), RunAccepted{RunID: c.RunID, SubmissionID: c.SubmissionID, InputFingerprint: fp, Input: c.Input, Queued: queued})
+	b.add(KindRunAccepted, runJoins(c.RunID), RunAccepted{RunID: c.RunID, SubmissionID: c.SubmissionID, InputFingerprint: fp, Input: c.Input, Queued: queued, Activations: c.Activations})
 	status := StatusRunning
 	if queued {
 		status = StatusQueued
@@ -284,7 +292,7 @@ func admitCancel(s *State, c CancelRun) (Admission, error) {
 		}
 		b.add(KindTurnCompleted, turnJoins(r.ID, t.N), TurnCompleted{RunID: r.ID, Turn: t.N, Outcome: TurnOutcomeCancelled})
 	}
-	b.add(KindRunCancelled, runJoins(r.ID), RunCancelled{RunID: r.ID})
+	b.endRun(r.ID, KindRunCancelled, RunCancelled{RunID: r.ID})
 	return Admission{RunID: r.ID, Status: StatusCancelled, Proposals: b.props}, nil
 }
 
@@ -299,7 +307,7 @@ func constantResult(ref ContentRefBytes, preview string) EntryInput {
 func completeCall(b *batch, runID string, turn int, call ToolCall, status string, result EntryInput) {
 	joins := callJoins(runID, turn, call.CallID)
 	b.add(KindToolCallCompleted, joins, ToolCallCompleted{RunID: runID, Turn: turn, CallID: call.CallID, Status: status, Result: result.Content})
-	result.Kind, result.Role, result.CallID, result.ToolName, result.Key = EntryToolResult, "", call.CallID, call.Name, ""
+	result.Kind, result.Role, result.CallID, result.ToolName, result.Key, result.Scope = EntryToolResult, "", call.CallID, call.Name, "", ""
 	source := SourceTool
 	if status != CallOK && status != CallError {
 		source = SourceRuntime
@@ -317,10 +325,24 @@ func admitAppendContext(s *State, c AppendContext) (Admission, error) {
 	if len(c.Entries) == 0 {
 		return Admission{}, reject(RejectInvalidInput, "no entries to append")
 	}
+	source := c.Source
+	switch source {
+	case "":
+		source = SourceAPI
+	case SourceAPI, SourceRuntime:
+	default:
+		return Admission{}, reject(RejectInvalidInput, "context source %q is not %s or %s", c.Source, SourceAPI, SourceRuntime)
+	}
 	entries := make([]EntryInput, len(c.Entries))
 	for i, in := range c.Entries {
 		if err := validRef(in); err != nil {
 			return Admission{}, err
+		}
+		if in.Scope != "" {
+			return Admission{}, reject(RejectInvalidInput, "entries[%d] has scope %q; run-scoped entries come only with a run", i, in.Scope)
+		}
+		if in.CallID != "" || in.ToolName != "" {
+			return Admission{}, reject(RejectInvalidInput, "entries[%d] names a tool call; tool entries come only from runs", i)
 		}
 		switch in.Kind {
 		case EntryMessage:
@@ -330,15 +352,28 @@ func admitAppendContext(s *State, c AppendContext) (Admission, error) {
 			if in.Role != RoleUser && in.Role != RoleAssistant {
 				return Admission{}, reject(RejectInvalidInput, "message role %q is not user or assistant", in.Role)
 			}
-			if strings.HasPrefix(in.Key, InstructionKeyPrefix) {
-				return Admission{}, reject(RejectInvalidInput, "key %q is in the instructions namespace; messages may not use it", in.Key)
+			for _, ns := range []string{InstructionKeyPrefix, CatalogKeyPrefix, SkillKeyPrefix} {
+				if strings.HasPrefix(in.Key, ns) {
+					return Admission{}, reject(RejectInvalidInput, "key %q is in the %q namespace; messages may not use it", in.Key, ns)
+				}
 			}
 		case EntryInstructions:
-			if !strings.HasPrefix(in.Key, InstructionKeyPrefix) || len(in.Key) == len(InstructionKeyPrefix) {
-				return Admission{}, reject(RejectInvalidInput, "instructions need a key under %q, got %q", InstructionKeyPrefix, in.Key)
+			if err := keyUnder(in, InstructionKeyPrefix); err != nil {
+				return Admission{}, err
+			}
+		case EntryCatalog:
+			if err := keyUnder(in, CatalogKeyPrefix); err != nil {
+				return Admission{}, err
+			}
+		case EntrySkillActivation:
+			if err := keyUnder(in, SkillKeyPrefix); err != nil {
+				return Admission{}, err
 			}
 		default:
-			return Admission{}, reject(RejectInvalidInput, "entry kind %q cannot be appended through the API (use message or instructions)", in.Kind)
+			return Admission{}, reject(RejectInvalidInput, "entry kind %q cannot be appended to context (use message, instructions, catalog or skill_activation)", in.Kind)
+		}
+		if RefreshManaged(in.Key) && source != SourceRuntime {
+			return Admission{}, reject(RejectInvalidInput, "key %q is derived from linked files; only the runtime's refresh writes it", in.Key)
 		}
 		if cur, ok := s.EntryByKey(in.Key); in.Key != "" && ok && cur.Kind != in.Kind {
 			return Admission{}, reject(RejectInvalidInput, "key %q belongs to a %s entry; a keyed entry replaces only one of its own kind", in.Key, cur.Kind)
@@ -346,8 +381,16 @@ func admitAppendContext(s *State, c AppendContext) (Admission, error) {
 		entries[i] = in
 	}
 	b := s.newBatch(c.AtMs)
-	b.entries(entries, SourceAPI, "", nil)
+	b.entries(entries, source, "", nil)
 	return Admission{Proposals: b.props}, nil
+}
+
+// keyUnder requires a keyed entry's key to be in its kind's namespace.
+func keyUnder(in EntryInput, prefix string) error {
+	if !strings.HasPrefix(in.Key, prefix) || len(in.Key) == len(prefix) {
+		return reject(RejectInvalidInput, "%s entries need a key under %q, got %q", in.Kind, prefix, in.Key)
+	}
+	return nil
 }
 
 func admitRemoveContext(s *State, c RemoveContext) (Admission, error) {
@@ -458,13 +501,13 @@ func admitGeneration(s *State, c GenerationResult) (Admission, error) {
 	b := s.newBatch(c.AtMs)
 	b.add(KindTurnGenerationCompleted, joins, TurnGenerationCompleted{RunID: r.ID, Turn: t.N, Finish: c.Finish, ResponseID: c.ResponseID, Usage: c.Usage, ToolCalls: calls, Failure: c.Failure})
 	for i := range entries {
-		entries[i].Key = ""
+		entries[i].Key, entries[i].Scope = "", ""
 	}
 	b.entries(entries, SourceModel, r.ID, joins)
 	switch {
 	case c.Failure != nil:
 		b.add(KindTurnCompleted, joins, TurnCompleted{RunID: r.ID, Turn: t.N, Outcome: TurnOutcomeFailed})
-		b.add(KindRunFailed, runJoins(r.ID), RunFailed{RunID: r.ID, Error: *c.Failure})
+		b.endRun(r.ID, KindRunFailed, RunFailed{RunID: r.ID, Error: *c.Failure})
 	case len(calls) > 0:
 		ids := make([]string, len(calls))
 		for i, call := range calls {

@@ -9,14 +9,28 @@ import (
 // context revision and entry counter the proposals will reach when applied in
 // order, without touching the state itself.
 type batch struct {
+	s         *State
 	at        int64
 	rev       int64
 	nextEntry int64
 	props     []Proposal
+	catalogs  map[string]string // catalog key -> id of the version this batch proposed last
 }
 
 func (s *State) newBatch(at int64) *batch {
-	return &batch{at: at, rev: s.Revision, nextEntry: s.nextEntry}
+	return &batch{s: s, at: at, rev: s.Revision, nextEntry: s.nextEntry}
+}
+
+// currentCatalog is the id of the catalog version a new one with key
+// supersedes: the latest proposed in this batch, else the active one.
+func (b *batch) currentCatalog(key string) string {
+	if id, ok := b.catalogs[key]; ok {
+		return id
+	}
+	if e, ok := b.s.EntryByKey(key); ok && e.Kind == EntryCatalog {
+		return e.ID
+	}
+	return ""
 }
 
 func (b *batch) add(kind string, joins []string, payload any) {
@@ -39,12 +53,37 @@ func (b *batch) entries(inputs []EntryInput, source, runID string, joins []strin
 		out[i] = Entry{
 			ID: EntryID(b.nextEntry), Key: in.Key, Kind: in.Kind, Role: in.Role, Source: source,
 			Content: in.Content, TokenEstimate: in.TokenEstimate, Preview: in.Preview, Origin: in.Origin,
-			ProvenanceRef: in.ProvenanceRef, CallID: in.CallID, ToolName: in.ToolName, RunID: runID,
+			ProvenanceRef: in.ProvenanceRef, CallID: in.CallID, ToolName: in.ToolName, RunID: runID, Scope: in.Scope,
+		}
+		if in.Kind == EntryCatalog && in.Key != "" {
+			// A changed catalog goes to the tail and names the version it
+			// replaces, which stays in place: the request prefix is kept.
+			out[i].Supersedes = b.currentCatalog(in.Key)
+			if b.catalogs == nil {
+				b.catalogs = map[string]string{}
+			}
+			b.catalogs[in.Key] = out[i].ID
 		}
 	}
 	b.add(KindContextEntriesApplied, joins, ContextEntriesApplied{BaseRevision: b.rev, Entries: out})
 	b.rev++
 	return out
+}
+
+// endRun proposes the end of a run, first removing the entries that expire
+// with it.
+func (b *batch) endRun(runID, kind string, payload any) {
+	var expired []string
+	for _, e := range b.s.entries {
+		if e.Scope == ScopeRun && e.RunID == runID {
+			expired = append(expired, e.ID)
+		}
+	}
+	if len(expired) > 0 {
+		b.add(KindContextEntriesRemoved, runJoins(runID), ContextEntriesRemoved{BaseRevision: b.rev, EntryIDs: expired})
+		b.rev++
+	}
+	b.add(kind, runJoins(runID), payload)
 }
 
 func runJoins(runID string) []string { return []string{"run:" + runID} }

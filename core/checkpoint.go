@@ -39,6 +39,7 @@ type runState struct {
 	InputFingerprint string                `json:"inputFingerprint"`
 	Status           string                `json:"status"`
 	Input            []InputItem           `json:"input"`
+	Activations      []EntryInput          `json:"activations,omitempty"`
 	InputConsumed    bool                  `json:"inputConsumed"`
 	Steering         []RunSteeringAccepted `json:"steering,omitempty"`
 	Turns            int                   `json:"turns"`
@@ -90,7 +91,7 @@ func EncodeCheckpoint(s *State) ([]byte, error) {
 		r := s.runs[id]
 		rs := runState{
 			ID: r.ID, SubmissionID: r.SubmissionID, InputFingerprint: r.InputFingerprint, Status: r.Status,
-			Input: r.Input, InputConsumed: r.InputConsumed, Steering: r.Steering, Turns: r.Turns,
+			Input: r.Input, Activations: r.Activations, InputConsumed: r.InputConsumed, Steering: r.Steering, Turns: r.Turns,
 			CancelRequested: r.CancelRequested, Output: r.Output, Error: r.Error, AcceptedSeq: r.AcceptedSeq, EndedSeq: r.EndedSeq,
 		}
 		if t := r.Turn; t != nil {
@@ -146,7 +147,7 @@ func DecodeCheckpoint(data []byte) (*State, error) {
 			return nil, &CheckpointError{"duplicate or empty run id " + rs.ID}
 		}
 		r := &Run{ID: rs.ID, SubmissionID: rs.SubmissionID, InputFingerprint: rs.InputFingerprint, Status: rs.Status,
-			Input: rs.Input, InputConsumed: rs.InputConsumed, Steering: rs.Steering, Turns: rs.Turns,
+			Input: rs.Input, Activations: rs.Activations, InputConsumed: rs.InputConsumed, Steering: rs.Steering, Turns: rs.Turns,
 			CancelRequested: rs.CancelRequested, Output: rs.Output, Error: rs.Error, AcceptedSeq: rs.AcceptedSeq, EndedSeq: rs.EndedSeq}
 		if ts := rs.Turn; ts != nil {
 			t := &Turn{N: ts.N, Planned: ts.Planned, ContextRevision: ts.ContextRevision, Fingerprint: ts.Fingerprint,

@@ -35,6 +35,9 @@ type StartRun struct {
 	RunID        string
 	SubmissionID string
 	Input        []InputItem
+	// Activations are skill bodies (kind skill_activation) that enter
+	// context with the run's input and leave it when the run ends.
+	Activations []EntryInput
 }
 
 // Steer adds input to the active run; it enters context at the next turn boundary.
@@ -51,11 +54,15 @@ type CancelRun struct {
 	Reason string
 }
 
-// AppendContext adds entries through the API (messages, instructions).
+// AppendContext adds entries: messages and instructions through the API;
+// catalogs, derived instructions and session-scoped skill activations from
+// the runtime.
 type AppendContext struct {
 	AtMs             int64
 	Entries          []EntryInput
 	ExpectedRevision *int64
+	// Source is SourceAPI (the default) or SourceRuntime.
+	Source string
 }
 
 // RemoveContext removes entries by key or id.

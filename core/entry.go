@@ -66,7 +66,20 @@ type Entry struct {
 	ToolName string `json:"toolName,omitempty"`
 	// RunID is the run that inserted the entry, when one did.
 	RunID string `json:"runId,omitempty"`
+	// Scope is ScopeRun for an entry that leaves context when its run
+	// ends (a run-scoped skill activation); empty otherwise.
+	Scope string `json:"scope,omitempty"`
 }
+
+// ScopeRun marks an entry that expires with the run that inserted it.
+const ScopeRun = "run"
+
+// Key namespaces of the entries the runtime derives from linked files and
+// explicit activations.
+const (
+	CatalogKeyPrefix = "catalog."
+	SkillKeyPrefix   = "skill."
+)
 
 // EntryInput is an entry before the core gives it an id.
 // Its JSON form (compact, empty fields omitted) is what crosses the Temporal
@@ -82,4 +95,5 @@ type EntryInput struct {
 	ProvenanceRef *content.ContentRef `json:"provenanceRef,omitempty"`
 	CallID        string              `json:"callId,omitempty"`
 	ToolName      string              `json:"toolName,omitempty"`
+	Scope         string              `json:"scope,omitempty"`
 }

@@ -26,6 +26,8 @@ type RunAccepted struct {
 	InputFingerprint string      `json:"inputFingerprint"`
 	Input            []InputItem `json:"input"`
 	Queued           bool        `json:"queued"`
+	// Activations enter context with the input and expire with the run.
+	Activations []EntryInput `json:"activations,omitempty"`
 }
 
 // InputItem is one piece of user input recorded when admitted; it becomes a

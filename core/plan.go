@@ -52,11 +52,11 @@ func planBoundary(s *State, r *Run, at int64) Intent {
 		if r.Turn != nil {
 			out.Output = r.Turn.LastMessage
 		}
-		b.add(KindRunCompleted, runJoins(r.ID), *out)
+		b.endRun(r.ID, KindRunCompleted, *out)
 		return appendIntent(s, b)
 	}
 	if r.Turns >= s.MaxTurns() {
-		b.add(KindRunFailed, runJoins(r.ID), RunFailed{RunID: r.ID, Error: Failure{Kind: "turn_limit", Message: "the run reached its limit of " + itoaInt(s.MaxTurns()) + " turns"}})
+		b.endRun(r.ID, KindRunFailed, RunFailed{RunID: r.ID, Error: Failure{Kind: "turn_limit", Message: "the run reached its limit of " + itoaInt(s.MaxTurns()) + " turns"}})
 		return appendIntent(s, b)
 	}
 	n := r.Turns + 1
@@ -64,6 +64,7 @@ func planBoundary(s *State, r *Run, at int64) Intent {
 	b.add(KindTurnStarted, joins, TurnStarted{RunID: r.ID, Turn: n})
 	var inputs []EntryInput
 	if !r.InputConsumed {
+		inputs = append(inputs, runActivations(r.Activations)...)
 		inputs = append(inputs, userMessages(r.Input)...)
 	}
 	for _, st := range r.Steering {
@@ -74,6 +75,17 @@ func planBoundary(s *State, r *Run, at int64) Intent {
 	b.add(KindTurnPlanned, joins, TurnPlanned{RunID: r.ID, Turn: n, ContextRevision: b.rev, ConfigRevision: s.ConfigRevision, Fingerprint: PlanFingerprint(s.Config, planned)})
 	b.add(KindTurnGenerationRequested, joins, TurnGenerationRequested{RunID: r.ID, Turn: n})
 	return appendIntent(s, b)
+}
+
+// runActivations are a run's skill activations as entries that expire with
+// it: unkeyed, so they never replace a session-scoped activation.
+func runActivations(items []EntryInput) []EntryInput {
+	out := make([]EntryInput, len(items))
+	for i, in := range items {
+		in.Key, in.Scope = "", ScopeRun
+		out[i] = in
+	}
+	return out
 }
 
 func userMessages(items []InputItem) []EntryInput {

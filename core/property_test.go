@@ -87,7 +87,11 @@ func (m *propModel) drawCommand(t *rapid.T) core.Command {
 			m.runs++
 		}
 		sub := rapid.SampledFrom([]string{"", "", "sub1", "sub2"}).Draw(t, "submission")
-		return core.StartRun{AtMs: at, RunID: id, SubmissionID: sub, Input: input(rapid.SampledFrom(texts).Draw(t, "text"))}
+		cmd := core.StartRun{AtMs: at, RunID: id, SubmissionID: sub, Input: input(rapid.SampledFrom(texts).Draw(t, "text"))}
+		if rapid.IntRange(0, 3).Draw(t, "activate") == 3 {
+			cmd.Activations = []core.EntryInput{entryText(core.EntrySkillActivation, "", rapid.SampledFrom(texts).Draw(t, "skill"))}
+		}
+		return cmd
 	case pick < 70:
 		m.steers++
 		cmd := core.Steer{AtMs: at, SteeringID: "st" + itoa(m.steers), Input: input(rapid.SampledFrom(texts).Draw(t, "steer"))}
@@ -105,15 +109,16 @@ func (m *propModel) drawCommand(t *rapid.T) core.Command {
 		n := rapid.IntRange(0, 2).Draw(t, "entries")
 		var entries []core.EntryInput
 		for i := 0; i < n; i++ {
-			kind := rapid.SampledFrom([]string{core.EntryMessage, core.EntryInstructions, core.EntryToolResult}).Draw(t, "kind")
-			key := rapid.SampledFrom([]string{"", "k1", "instructions.a", "instructions.b", "instructions.main", "instructions."}).Draw(t, "key")
+			kind := rapid.SampledFrom([]string{core.EntryMessage, core.EntryInstructions, core.EntryToolResult, core.EntryCatalog, core.EntrySkillActivation}).Draw(t, "kind")
+			key := rapid.SampledFrom([]string{"", "k1", "instructions.a", "instructions.b", "instructions.main", "instructions.", "catalog.skills", "catalog.x", "skill.a"}).Draw(t, "key")
 			entries = append(entries, entryText(kind, key, rapid.SampledFrom(texts).Draw(t, "text")))
 		}
-		return core.AppendContext{AtMs: at, Entries: entries, ExpectedRevision: m.drawRevision(t, s)}
+		source := rapid.SampledFrom([]string{"", core.SourceRuntime}).Draw(t, "source")
+		return core.AppendContext{AtMs: at, Entries: entries, ExpectedRevision: m.drawRevision(t, s), Source: source}
 	case pick < 94:
 		cmd := core.RemoveContext{AtMs: at, ExpectedRevision: m.drawRevision(t, s)}
 		if rapid.Bool().Draw(t, "byKey") {
-			cmd.Keys = []string{rapid.SampledFrom([]string{"instructions.main", "k1", "instructions.a", "unknown"}).Draw(t, "removeKey")}
+			cmd.Keys = []string{rapid.SampledFrom([]string{"instructions.main", "k1", "instructions.a", "unknown", "catalog.skills", "catalog.x"}).Draw(t, "removeKey")}
 		} else {
 			// Tool entries first (drawn most often): removing half a
 			// call/result pair must be refused.

@@ -105,9 +105,10 @@ func TestSpec_InstructionsNeedAKeyUnderInstructionsPrefix(t *testing.T) {
 	h.mustAdmit(core.AppendContext{AtMs: h.tick(), Entries: []core.EntryInput{entryText(core.EntryInstructions, "instructions.style", "x")}})
 }
 
-func TestSpec_OnlyMessagesAndInstructionsCanBeAppendedThroughTheAPI(t *testing.T) {
+func TestSpec_OnlyMessagesInstructionsCatalogsAndSkillsCanBeAppended(t *testing.T) {
 	h := newHarness(t, testConfig())
-	for _, kind := range []string{core.EntryToolCall, core.EntryToolResult, core.EntryCatalog, core.EntryReasoning, core.EntrySummary, ""} {
+	// Catalogs and skill activations need a key in their namespace.
+	for _, kind := range []string{core.EntryToolCall, core.EntryToolResult, core.EntryCatalog, core.EntrySkillActivation, core.EntryReasoning, core.EntrySummary, ""} {
 		h.rejection(core.AppendContext{AtMs: h.tick(), Entries: []core.EntryInput{entryText(kind, "", "x")}}, core.RejectInvalidInput)
 	}
 	sys := entryText(core.EntryMessage, "", "x")

@@ -35,6 +35,7 @@ type Run struct {
 	InputFingerprint string
 	Status           string
 	Input            []InputItem
+	Activations      []EntryInput // run-scoped entries, applied with the input
 	InputConsumed    bool
 	Steering         []RunSteeringAccepted // admitted, not yet in context
 	Turns            int
