@@ -38,7 +38,7 @@ func newUniverseHost(t *testing.T) (*local.Host, *store.Memory) {
 	blobs := blob.NewMemory()
 	log := store.NewMemory(blobs)
 	h := local.New(local.Options{Log: log, Blobs: blobs, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Executor: &runtime.Executor{Blobs: blobs, Adapters: map[string]provider.Adapter{core.APIChatCompletions: newFakeModel()}}})
+		Executor: &runtime.Executor{Blobs: blobs, Adapters: map[string]provider.Adapter{core.APIChatCompletions: newFakeModel()}, Files: log}})
 	if err := h.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -216,7 +216,7 @@ func newEnv(t *testing.T) *env {
 	host := local.New(local.Options{
 		Log:      log,
 		Blobs:    blobs,
-		Executor: &runtime.Executor{Blobs: blobs, Adapters: map[string]provider.Adapter{core.APIChatCompletions: model}},
+		Executor: &runtime.Executor{Blobs: blobs, Adapters: map[string]provider.Adapter{core.APIChatCompletions: model}, Tools: vfsTools(t), Files: log},
 		Logger:   quiet,
 	})
 	if err := host.Start(context.Background()); err != nil {
@@ -375,4 +375,14 @@ func (e *env) postOne(t *testing.T, body string) api.Response {
 		t.Fatalf("response jsonrpc %q: %s", out.JSONRPC, data)
 	}
 	return out
+}
+
+// vfsTools registers the vfs_* tools, as the cairn binary does.
+func vfsTools(t *testing.T) *runtime.Tools {
+	t.Helper()
+	tools, err := runtime.NewTools(runtime.VFSTools()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tools
 }

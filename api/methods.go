@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,21 +28,25 @@ const (
 )
 
 func routes() map[string]method {
-	return map[string]method{
-		MethodSessionCreate: handler(call.createSession),
-		MethodSessionRead:   handler(call.readSession),
-		MethodSessionList:   handler(call.listSessions),
-		MethodRunsStart:     handler(call.startRun),
-		MethodRunsRead:      handler(call.readRun),
-		MethodRunsSteer:     handler(call.steer),
-		MethodRunsCancel:    handler(call.cancelRun),
-		MethodEventsRead:    handler(call.readEvents),
-		MethodContextRead:   handler(call.readContext),
-		MethodContextAppend: handler(call.appendContext),
-		MethodContextRemove: handler(call.removeContext),
-		MethodBlobsPut:      handler(call.putBlob),
-		MethodBlobsRead:     handler(call.readBlob),
+	m := map[string]method{
+		MethodSessionCreate:    handler(call.createSession),
+		MethodSessionRead:      handler(call.readSession),
+		MethodSessionList:      handler(call.listSessions),
+		MethodRunsStart:        handler(call.startRun),
+		MethodRunsRead:         handler(call.readRun),
+		MethodRunsSteer:        handler(call.steer),
+		MethodRunsCancel:       handler(call.cancelRun),
+		MethodEventsRead:       handler(call.readEvents),
+		MethodContextRead:      handler(call.readContext),
+		MethodContextAppend:    handler(call.appendContext),
+		MethodContextRemove:    handler(call.removeContext),
+		MethodBlobsPut:         handler(call.putBlob),
+		MethodBlobsRead:        handler(call.readBlob),
+		MethodSkillsActivate:   handler(call.activateSkill),
+		MethodSkillsDeactivate: handler(call.deactivateSkill),
 	}
+	maps.Copy(m, vfsRoutes())
+	return m
 }
 
 // call is one request's view of the server: the host of the universe the
@@ -111,8 +116,8 @@ func (s call) checkLinks(ctx context.Context, links []core.Link) error {
 	if len(links) == 0 {
 		return nil
 	}
-	ws, ok := s.host.Log().(store.Workspaces)
-	if !ok {
+	ws := s.host.Files()
+	if ws == nil {
 		return &core.Rejection{Kind: core.RejectInvalidConfiguration, Message: "this store keeps no workspaces; links are not available"}
 	}
 	for _, l := range links {
@@ -201,7 +206,11 @@ func (s call) startRun(ctx context.Context, p RunStartParams) (RunStartResult, e
 	if err != nil {
 		return RunStartResult{}, err
 	}
-	adm, err := s.host.Submit(ctx, p.SessionID, core.StartRun{AtMs: s.host.NowMs(), RunID: s.host.NewID("run_"), SubmissionID: p.SubmissionID, Input: items})
+	activations, err := s.runActivations(ctx, p.SessionID, p.Skills)
+	if err != nil {
+		return RunStartResult{}, err
+	}
+	adm, err := s.host.Submit(ctx, p.SessionID, core.StartRun{AtMs: s.host.NowMs(), RunID: s.host.NewID("run_"), SubmissionID: p.SubmissionID, Input: items, Activations: activations})
 	if err != nil {
 		return RunStartResult{}, err
 	}

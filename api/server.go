@@ -12,6 +12,7 @@ import (
 
 	"github.com/cairn-agents/cairn/blob"
 	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/runtime"
 	"github.com/cairn-agents/cairn/store"
 )
 
@@ -24,6 +25,9 @@ type Host interface {
 	Changed(ctx context.Context, sessionID string) (int64, <-chan struct{}, error)
 	Blobs() blob.Store
 	Log() store.SessionLog
+	// Files is the universe's workspaces and snapshots; nil when the host
+	// keeps none (links and vfs methods are then refused).
+	Files() runtime.Files
 	NewID(prefix string) string
 	NowMs() int64
 }

@@ -79,6 +79,10 @@ type RunStartParams struct {
 	SessionID    string      `json:"sessionId"`
 	Input        []InputPart `json:"input"`
 	SubmissionID string      `json:"submissionId,omitempty"`
+	// Skills names skills of the session's linked files to activate for
+	// this run only: their bodies enter context with the input and leave
+	// it when the run ends.
+	Skills []string `json:"skills,omitempty"`
 }
 
 type RunStartResult struct {

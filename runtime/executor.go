@@ -13,11 +13,14 @@ import (
 	"github.com/cairn-agents/cairn/provider/endpoint"
 )
 
-// Executor runs generations and tool calls for any host.
+// Executor runs generations, tool calls and refreshes for any host.
 type Executor struct {
 	Blobs    blob.Store
 	Adapters map[string]provider.Adapter // by API kind
 	Tools    *Tools
+	// Files holds the universe's workspaces; nil means sessions cannot use
+	// linked files (their tools report it, refresh derives nothing).
+	Files Files
 }
 
 // ErrFingerprintMismatch means the context handed to a generation is not the
@@ -70,7 +73,7 @@ func FailedGeneration(w core.GenerateWork, err error) core.GenerationResult {
 // InvokeTool runs one call and stores its output. Tool failures become a
 // result the model sees (the constant "tool failed" blob); the error returned
 // is only for context cancellation, when the result must be discarded.
-func (x *Executor) InvokeTool(ctx context.Context, runID string, turn int, call core.ToolCall) (core.ToolResult, error) {
+func (x *Executor) InvokeTool(ctx context.Context, sess ToolSession, runID string, turn int, call core.ToolCall) (core.ToolResult, error) {
 	res := core.ToolResult{RunID: runID, Turn: turn, CallID: call.CallID}
 	tool, ok := x.Tools.Lookup(call.Name)
 	if !ok {
@@ -81,7 +84,7 @@ func (x *Executor) InvokeTool(ctx context.Context, runID string, turn int, call 
 	if err != nil {
 		return res, fmt.Errorf("loading arguments of call %s: %w", call.CallID, err)
 	}
-	out, err := tool.Invoke(ctx, args)
+	out, err := tool.Invoke(ctx, ToolEnv{SessionID: sess.ID, Files: x.sessionFS(sess.Links)}, args)
 	if ctx.Err() != nil {
 		return res, ctx.Err()
 	}
@@ -103,6 +106,13 @@ func (x *Executor) InvokeTool(ctx context.Context, runID string, turn int, call 
 	}
 	res.Result = core.EntryInput{Content: ref, TokenEstimate: provider.Estimate(out.Content), Preview: previewOf(out.Content)}
 	return res, nil
+}
+
+// ToolSession names the session a tool call runs for and the links its
+// config mounts at the time of the call.
+type ToolSession struct {
+	ID    string
+	Links []core.Link
 }
 
 func constantEntry(ref content.ContentRef, data []byte) core.EntryInput {

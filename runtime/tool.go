@@ -11,6 +11,7 @@ import (
 	"sort"
 
 	"github.com/cairn-agents/cairn/provider"
+	"github.com/cairn-agents/cairn/vfs"
 )
 
 // Tool is a model-facing tool.
@@ -19,7 +20,16 @@ type Tool interface {
 	// Invoke runs the tool on its raw JSON arguments. A returned error means the
 	// runtime failed to run the tool; a result the model should see as an
 	// error is a ToolOutput with IsError set.
-	Invoke(ctx context.Context, args json.RawMessage) (ToolOutput, error)
+	Invoke(ctx context.Context, env ToolEnv, args json.RawMessage) (ToolOutput, error)
+}
+
+// ToolEnv is what a tool may know of the session that called it.
+type ToolEnv struct {
+	SessionID string
+	// Files is the session's linked file tree, resolved at the call (a
+	// workspace link reads and moves its current head); nil when the
+	// session links none or the host has no workspace store.
+	Files *vfs.FS
 }
 
 // ToolOutput is what a tool hands back to the model.

@@ -168,7 +168,7 @@ func (changelogTool) Definition() provider.Tool {
 	}
 }
 
-func (changelogTool) Invoke(_ context.Context, args json.RawMessage) (runtime.ToolOutput, error) {
+func (changelogTool) Invoke(_ context.Context, _ runtime.ToolEnv, args json.RawMessage) (runtime.ToolOutput, error) {
 	var p struct {
 		Version string `json:"version"`
 	}

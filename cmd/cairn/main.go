@@ -27,19 +27,22 @@ func rootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(serveCommand(), workerCommand(), migrateCommand(), universeCommand(), chatCommand(), demoCommand(), sessionsCommand(), eventsCommand(), contextCommand())
+	root.AddCommand(serveCommand(), workerCommand(), migrateCommand(), universeCommand(), chatCommand(), demoCommand(), sessionsCommand(), eventsCommand(), contextCommand(), vfsCommand())
 	return root
 }
 
 // clientFlags are the flags every client command shares.
 type clientFlags struct {
 	addr   string
+	server string
 	apiKey string
 }
 
-// register adds --addr (env CAIRN_ADDR) and --api-key (env CAIRN_API_KEY).
+// register adds --addr (env CAIRN_ADDR), --server (a URL, which wins over
+// --addr) and --api-key (env CAIRN_API_KEY).
 func (f *clientFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.addr, "addr", envOr("CAIRN_ADDR", defaultAddr), "server address (env CAIRN_ADDR)")
+	cmd.Flags().StringVar(&f.server, "server", "", "server URL, such as http://127.0.0.1:8420; overrides --addr")
 	cmd.Flags().StringVar(&f.apiKey, "api-key", "", "API key of a hosted server's universe (env CAIRN_API_KEY; prefer the env, flags show in ps)")
 }
 
@@ -49,7 +52,11 @@ func (f *clientFlags) client() *api.Client {
 	if key == "" {
 		key = os.Getenv("CAIRN_API_KEY")
 	}
-	return api.NewClient(f.addr, nil).WithAPIKey(key)
+	addr := f.addr
+	if f.server != "" {
+		addr = f.server
+	}
+	return api.NewClient(addr, nil).WithAPIKey(key)
 }
 
 func envOr(name, def string) string {

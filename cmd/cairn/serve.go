@@ -166,7 +166,7 @@ func openHosted(ctx context.Context, o serveOptions, hostOpts hostOptions) (*uni
 		return uh, func() { uh.close(); c.Close(); db.Close() }, nil
 	}
 	uh := newUniverseHosts(db, objects, func(ctx context.Context, _ string, st *postgres.Store) (api.Host, func(), error) {
-		h, err := startHost(ctx, st, st, hostOpts)
+		h, err := startHost(ctx, st, st, st, hostOpts)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -60,7 +60,7 @@ type hostOptions struct {
 
 // startHost builds the executors over a store and starts a local host on it,
 // resuming unfinished sessions.
-func startHost(ctx context.Context, log store.SessionLog, blobs blob.Store, o hostOptions) (*local.Host, error) {
+func startHost(ctx context.Context, log store.SessionLog, blobs blob.Store, files runtime.Files, o hostOptions) (*local.Host, error) {
 	tools := o.tools
 	if tools == nil {
 		tools, _ = runtime.NewTools()
@@ -69,6 +69,7 @@ func startHost(ctx context.Context, log store.SessionLog, blobs blob.Store, o ho
 		Blobs:    blobs,
 		Adapters: adapters(o.resolver, o.transport),
 		Tools:    tools,
+		Files:    files,
 	}
 	host := local.New(local.Options{Log: log, Blobs: blobs, Executor: exec, Logger: o.logger})
 	if err := host.Start(ctx); err != nil {
@@ -95,7 +96,7 @@ func openStack(ctx context.Context, dataDir string, o hostOptions) (*stack, erro
 	if err != nil {
 		return nil, fmt.Errorf("opening store in %s: %w", dataDir, err)
 	}
-	host, err := startHost(ctx, st, st, o)
+	host, err := startHost(ctx, st, st, st, o)
 	if err != nil {
 		st.Close()
 		return nil, err

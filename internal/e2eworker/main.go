@@ -98,7 +98,7 @@ func (slowLookup) Definition() provider.Tool {
 		Parameters: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}`)}
 }
 
-func (slowLookup) Invoke(ctx context.Context, args json.RawMessage) (runtime.ToolOutput, error) {
+func (slowLookup) Invoke(ctx context.Context, _ runtime.ToolEnv, args json.RawMessage) (runtime.ToolOutput, error) {
 	var in struct {
 		Q string `json:"q"`
 	}

@@ -14,7 +14,7 @@ import (
 type staticTool struct{ def provider.Tool }
 
 func (s staticTool) Definition() provider.Tool { return s.def }
-func (s staticTool) Invoke(context.Context, json.RawMessage) (runtime.ToolOutput, error) {
+func (s staticTool) Invoke(context.Context, runtime.ToolEnv, json.RawMessage) (runtime.ToolOutput, error) {
 	return runtime.ToolOutput{}, nil
 }
 

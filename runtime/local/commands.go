@@ -70,12 +70,40 @@ func (h *Host) Submit(ctx context.Context, sessionID string, cmd core.Command) (
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if _, ok := cmd.(core.StartRun); ok {
+		if err := h.refresh(ctx, s); err != nil {
+			return core.Admission{}, err
+		}
+	}
 	adm, err := h.admitAndCommit(s, cmd)
 	if err != nil {
 		return adm, err
 	}
 	h.pump(s)
 	return adm, nil
+}
+
+// refresh brings the material derived from the session's linked files
+// (instructions, skill catalog, agent menu) up to date before an idle
+// session admits new run work. A session with an active or queued run is
+// left alone: queued work runs on the context it was queued against.
+// The caller holds s.mu.
+func (h *Host) refresh(ctx context.Context, s *session) error {
+	h.flush(s)
+	st := s.drive.State()
+	if !st.Opened || st.Closed || st.HasWork() {
+		return nil
+	}
+	derived, err := h.opt.Executor.Refresh(ctx, st.Config.Links)
+	if err != nil {
+		return err
+	}
+	for _, cmd := range core.RefreshEdits(st, derived, h.nowMs()) {
+		if _, err := h.admitAndCommit(s, cmd); err != nil {
+			return fmt.Errorf("admitting refreshed context: %w", err)
+		}
+	}
+	return nil
 }
 
 // Inspect runs fn with the session's committed state under its lock. fn must

@@ -75,7 +75,7 @@ func (t funcTool) Definition() provider.Tool {
 	return provider.Tool{Name: t.name, Description: "test tool", Parameters: json.RawMessage(`{"type":"object"}`)}
 }
 
-func (t funcTool) Invoke(ctx context.Context, _ json.RawMessage) (runtime.ToolOutput, error) {
+func (t funcTool) Invoke(ctx context.Context, _ runtime.ToolEnv, _ json.RawMessage) (runtime.ToolOutput, error) {
 	return t.fn(ctx)
 }
 
@@ -106,7 +106,7 @@ func (e *env) start() {
 	e.t.Helper()
 	e.host = New(Options{
 		Log: e.log, Blobs: e.blobs,
-		Executor: &runtime.Executor{Blobs: e.blobs, Adapters: map[string]provider.Adapter{core.APIChatCompletions: e.adapter}, Tools: e.tools},
+		Executor: &runtime.Executor{Blobs: e.blobs, Adapters: map[string]provider.Adapter{core.APIChatCompletions: e.adapter}, Tools: e.tools, Files: e.log},
 		Retry:    RetryPolicy{BaseDelay: time.Millisecond, MaxDelay: 50 * time.Millisecond},
 	})
 	if err := e.host.Start(context.Background()); err != nil {

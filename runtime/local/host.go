@@ -123,6 +123,9 @@ func (h *Host) NowMs() int64 { return h.nowMs() }
 // Blobs is the host's content store.
 func (h *Host) Blobs() blob.Store { return h.opt.Blobs }
 
+// Files is the host's workspace store (nil if it has none).
+func (h *Host) Files() runtime.Files { return h.opt.Executor.Files }
+
 // Log is the host's session log.
 func (h *Host) Log() store.SessionLog { return h.opt.Log }
 

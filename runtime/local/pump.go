@@ -111,11 +111,12 @@ func (h *Host) dispatchTool(s *session, runID string, turn int, call core.ToolCa
 	}
 	ctx, cancel := context.WithCancel(h.ctx)
 	s.inflight[key] = &flight{runID: runID, turn: turn, callID: call.CallID, cancel: cancel}
+	sess := runtime.ToolSession{ID: s.id, Links: s.drive.State().Config.Links}
 	h.work.Add(1)
 	go func() {
 		defer h.work.Done()
 		defer cancel()
-		res, err := h.opt.Executor.InvokeTool(ctx, runID, turn, call)
+		res, err := h.opt.Executor.InvokeTool(ctx, sess, runID, turn, call)
 		if ctx.Err() != nil {
 			return
 		}

@@ -23,6 +23,7 @@ import (
 type Store interface {
 	store.SessionLog
 	blob.Store
+	runtime.Files
 }
 
 // Stores opens the store of a universe (cached by the caller's implementation).
@@ -175,6 +176,23 @@ func (a *Activities) Generate(ctx context.Context, in GenerateIn) (core.Generati
 	return core.GenerationResult{}, err // a runtime hiccup (store, network to CAS): retried
 }
 
+// Refresh derives the material of a session's linked files (instructions,
+// skill catalog, agent menu), stores it and returns entries pointing at it.
+// A link to a workspace or snapshot the universe lacks is a typed rejection.
+func (a *Activities) Refresh(ctx context.Context, in RefreshIn) (RefreshOut, error) {
+	st, err := a.store(ctx, in.Universe)
+	if err != nil {
+		return RefreshOut{}, err
+	}
+	x := &runtime.Executor{Blobs: st, Adapters: a.Adapters, Tools: a.Tools, Files: st}
+	entries, err := x.Refresh(ctx, in.Links)
+	var rej *core.Rejection
+	if errors.As(err, &rej) {
+		return RefreshOut{}, temporal.NewNonRetryableApplicationError(rej.Message, rejectionPrefix+rej.Kind, nil)
+	}
+	return RefreshOut{Entries: entries}, err
+}
+
 // InvokeTool runs one tool call and stores its output.
 //
 // On error it returns no result: the SDK encodes a result even next to an
@@ -188,8 +206,8 @@ func (a *Activities) InvokeTool(ctx context.Context, in ToolIn) (*core.ToolResul
 	}
 	stop := heartbeat(ctx)
 	defer stop()
-	x := &runtime.Executor{Blobs: st, Adapters: a.Adapters, Tools: a.Tools}
-	res, err := x.InvokeTool(ctx, in.RunID, in.Turn, in.Call)
+	x := &runtime.Executor{Blobs: st, Adapters: a.Adapters, Tools: a.Tools, Files: st}
+	res, err := x.InvokeTool(ctx, runtime.ToolSession{ID: in.SessionID, Links: in.Links}, in.RunID, in.Turn, in.Call)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cairn-agents/cairn/blob"
 	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/runtime"
 	"github.com/cairn-agents/cairn/runtime/local"
 	"github.com/cairn-agents/cairn/store"
 )
@@ -36,6 +37,9 @@ func NewGateway(c client.Client, queue, universe string, st Store, args SessionA
 
 // Blobs is the universe's content store.
 func (g *Gateway) Blobs() blob.Store { return g.store }
+
+// Files is the universe's workspaces and snapshots.
+func (g *Gateway) Files() runtime.Files { return g.store }
 
 // Log is the universe's session log.
 func (g *Gateway) Log() store.SessionLog { return g.store }

@@ -71,7 +71,7 @@ func (t *echoTool) Definition() provider.Tool {
 	return provider.Tool{Name: "echo", Description: "echo", Parameters: json.RawMessage(`{"type":"object"}`)}
 }
 
-func (t *echoTool) Invoke(context.Context, json.RawMessage) (runtime.ToolOutput, error) {
+func (t *echoTool) Invoke(context.Context, runtime.ToolEnv, json.RawMessage) (runtime.ToolOutput, error) {
 	t.calls.Add(1)
 	return runtime.ToolOutput{Content: []byte("echoed")}, nil
 }

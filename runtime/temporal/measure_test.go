@@ -164,7 +164,7 @@ func (t *bytesTool) Definition() provider.Tool {
 	return provider.Tool{Name: "dump", Description: "returns a large text", Parameters: json.RawMessage(`{"type":"object"}`)}
 }
 
-func (t *bytesTool) Invoke(context.Context, json.RawMessage) (runtime.ToolOutput, error) {
+func (t *bytesTool) Invoke(context.Context, runtime.ToolEnv, json.RawMessage) (runtime.ToolOutput, error) {
 	return runtime.ToolOutput{Content: textOfSize(int(t.size.Load()), t.calls.Add(1))}, nil
 }
 

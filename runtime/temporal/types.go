@@ -122,6 +122,18 @@ type Status struct {
 	Queued          []string            `json:"queued"`
 }
 
+// RefreshIn names the links whose files a refresh reads.
+type RefreshIn struct {
+	Universe string      `json:"universe"`
+	Links    []core.Link `json:"links,omitempty"`
+}
+
+// RefreshOut is the material derived from the linked files: entries that
+// point at stored instructions and catalogs, never their bytes.
+type RefreshOut struct {
+	Entries []core.EntryInput `json:"entries,omitempty"`
+}
+
 // RehydrateIn names the session whose state to rebuild.
 type RehydrateIn struct {
 	Universe  string `json:"universe"`
@@ -165,4 +177,7 @@ type ToolIn struct {
 	RunID     string        `json:"runId"`
 	Turn      int           `json:"turn"`
 	Call      core.ToolCall `json:"call"`
+	// Links are the session's links at dispatch: a handful of mount paths
+	// and names, so the tool resolves files without reading the log.
+	Links []core.Link `json:"links,omitempty"`
 }

@@ -3,6 +3,7 @@ package temporal
 import (
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -241,7 +242,8 @@ func (s *session) dispatchTool(ctx workflow.Context, runID string, turn int, cal
 	}
 	actCtx, cancel := workflow.WithCancel(s.longActivity(ctx, 3))
 	s.inflight[key] = flight{runID: runID, turn: turn, callID: call.CallID, cancel: cancel}
-	in := ToolIn{Universe: s.args.Universe, SessionID: s.args.SessionID, RunID: runID, Turn: turn, Call: call}
+	in := ToolIn{Universe: s.args.Universe, SessionID: s.args.SessionID, RunID: runID, Turn: turn, Call: call,
+		Links: s.drive.State().Config.Links}
 	workflow.Go(ctx, func(gctx workflow.Context) {
 		var res core.ToolResult
 		if err := workflow.ExecuteActivity(actCtx, "InvokeTool", in).Get(gctx, &res); err != nil {
@@ -301,12 +303,50 @@ func (s *session) submit(ctx workflow.Context, cmd Command) (SubmitResult, error
 		return SubmitResult{}, err
 	}
 	defer s.mu.Unlock()
+	if _, ok := c.(core.StartRun); ok && workflow.GetVersion(ctx, versionRefresh, workflow.DefaultVersion, 1) == 1 {
+		if err := s.refresh(ctx); err != nil {
+			return SubmitResult{}, err
+		}
+	}
 	adm, err := s.admitAndCommit(ctx, c)
 	if err != nil {
 		return SubmitResult{}, rejectionError(err)
 	}
 	s.dirty = true
 	return SubmitResult{RunID: adm.RunID, Status: adm.Status, Duplicate: adm.Duplicate, Revision: adm.Revision, EntryIDs: adm.EntryIDs}, nil
+}
+
+// versionRefresh marks workflow code that refreshes linked-file material
+// before new run work; histories from before it replay without the activity.
+const versionRefresh = "refresh-boundary"
+
+// refresh brings the material derived from the session's linked files up to
+// date before an idle session admits new run work; it never runs in front of
+// queued work. The caller holds s.mu.
+func (s *session) refresh(ctx workflow.Context) error {
+	s.flush(ctx)
+	st := s.drive.State()
+	if !st.Opened || st.Closed || st.HasWork() {
+		return nil
+	}
+	var out RefreshOut
+	refreshCtx := workflow.WithRetryPolicy(s.shortActivity(ctx), temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2, MaximumAttempts: 5})
+	err := workflow.ExecuteActivity(refreshCtx, "Refresh", RefreshIn{Universe: s.args.Universe, Links: st.Config.Links}).Get(ctx, &out)
+	if err != nil {
+		var appErr *temporal.ApplicationError
+		if errors.As(err, &appErr) && strings.HasPrefix(appErr.Type(), rejectionPrefix) {
+			// A link the universe no longer has: the caller's mistake, typed.
+			return temporal.NewNonRetryableApplicationError(appErr.Message(), appErr.Type(), nil)
+		}
+		return err
+	}
+	for _, cmd := range core.RefreshEdits(st, out.Entries, nowMs(ctx)) {
+		if _, err := s.admitAndCommit(ctx, cmd); err != nil {
+			return rejectionError(err)
+		}
+	}
+	s.dirty = true
+	return nil
 }
 
 // rejectionError carries a core rejection across Temporal as a typed,

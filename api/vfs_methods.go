@@ -1,0 +1,434 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cairn-agents/cairn/blob"
+	"github.com/cairn-agents/cairn/content"
+	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/runtime"
+	"github.com/cairn-agents/cairn/store"
+	"github.com/cairn-agents/cairn/vfs"
+)
+
+const maxWorkspaceList = 1000
+
+func vfsRoutes() map[string]method {
+	return map[string]method{
+		MethodWorkspacesCreate: vfsHandler(call.createWorkspace),
+		MethodWorkspacesList:   vfsHandler(call.listWorkspaces),
+		MethodWorkspacesRead:   vfsHandler(call.readWorkspace),
+		MethodWorkspacesCommit: vfsHandler(call.commitWorkspace),
+		MethodSnapshotsCreate:  vfsHandler(call.createSnapshot),
+		MethodSnapshotsRead:    vfsHandler(call.readSnapshot),
+		MethodFilesRead:        vfsHandler(call.readFile),
+		MethodFilesWrite:       vfsHandler(call.writeFile),
+		MethodFilesList:        vfsHandler(call.listFiles),
+		MethodBlobsMissing:     handler(call.missingBlobs),
+	}
+}
+
+// vfsHandler is handler with the workspace store's errors made typed: the
+// server maps only the session store's.
+func vfsHandler[P any, R any](f func(call, context.Context, P) (R, error)) method {
+	return handler(func(c call, ctx context.Context, p P) (R, error) {
+		r, err := f(c, ctx, p)
+		return r, workspaceError(err)
+	})
+}
+
+func workspaceError(err error) error {
+	var conflict *store.WorkspaceConflictError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &conflict):
+		return revisionConflict(conflict.Name, conflict.Expected, conflict.Actual)
+	case errors.Is(err, store.ErrWorkspaceNotFound), errors.Is(err, store.ErrSnapshotNotFound):
+		return newError(CodeDomain, KindNotFound, err.Error())
+	case errors.Is(err, store.ErrWorkspaceExists):
+		return newError(CodeDomain, KindWorkspaceExists, err.Error())
+	case errors.Is(err, store.ErrInvalidWorkspace):
+		return invalidParams(err.Error())
+	}
+	return err
+}
+
+func revisionConflict(workspace string, expected, actual int64) error {
+	return &core.Rejection{Kind: core.RejectRevisionConflict,
+		Message:  fmt.Sprintf("workspace %s is at revision %d, not %d", workspace, actual, expected),
+		Expected: &expected, Actual: &actual}
+}
+
+// vfsInputError types an error of a vfs function applied to the caller's
+// input (paths, entries, bytes). It is not for errors of reading stored
+// manifests: a corrupt manifest is the server's fault, not the caller's.
+func vfsInputError(err error) error {
+	switch {
+	case errors.Is(err, vfs.ErrLimit):
+		return newError(CodeDomain, KindLimitExceeded, err.Error())
+	case errors.Is(err, vfs.ErrNotFound):
+		return newError(CodeDomain, KindNotFound, err.Error())
+	case errors.Is(err, vfs.ErrInvalidManifest):
+		return invalidParams(err.Error())
+	}
+	return err
+}
+
+// files is the universe's workspace store, or a typed refusal without one.
+func (s call) files() (runtime.Files, error) {
+	f := s.host.Files()
+	if f == nil {
+		return nil, newError(CodeDomain, KindUnsupported, "this server keeps no workspaces or snapshots")
+	}
+	return f, nil
+}
+
+func parseDigest(field, v string) (content.Digest, error) {
+	if v == "" {
+		return content.Digest{}, invalidParams(field + " is required")
+	}
+	d, err := content.ParseDigest(v)
+	if err != nil {
+		return content.Digest{}, invalidParams(field + ": " + err.Error())
+	}
+	return d, nil
+}
+
+func checkExpected(rev *int64) error {
+	if rev != nil && *rev < 0 {
+		return invalidParams("expectedRevision must not be negative")
+	}
+	return nil
+}
+
+// Manifest blobs are stored with vfs.MediaType; the store keeps only digests.
+func headOf(d content.Digest) WorkspaceHead {
+	return WorkspaceHead{Ref: content.ContentRef{Digest: d, MediaType: vfs.MediaType}}
+}
+
+func workspaceResult(w store.Workspace) WorkspaceResult {
+	return WorkspaceResult{Workspace: w.Name, Revision: w.Revision, Head: headOf(w.Head)}
+}
+
+func (s call) manifest(ctx context.Context, d content.Digest) (vfs.Manifest, error) {
+	return vfs.ReadManifest(ctx, s.host.Blobs(), d)
+}
+
+func (s call) createWorkspace(ctx context.Context, p WorkspaceCreateParams) (WorkspaceResult, error) {
+	files, err := s.files()
+	if err != nil {
+		return WorkspaceResult{}, err
+	}
+	if err := store.ValidateWorkspaceName(p.Workspace); err != nil {
+		return WorkspaceResult{}, err
+	}
+	var head content.Digest
+	if p.Snapshot != "" {
+		if head, err = parseDigest("snapshot", p.Snapshot); err != nil {
+			return WorkspaceResult{}, err
+		}
+		if _, err := files.Snapshot(ctx, head); err != nil {
+			return WorkspaceResult{}, err
+		}
+	} else {
+		ref, err := vfs.WriteManifest(ctx, s.host.Blobs(), files, vfs.Manifest{Files: []vfs.Entry{}})
+		if err != nil {
+			return WorkspaceResult{}, err
+		}
+		head = ref.Digest
+	}
+	w, err := files.CreateWorkspace(ctx, p.Workspace, head)
+	if err != nil {
+		return WorkspaceResult{}, err
+	}
+	return workspaceResult(w), nil
+}
+
+func (s call) listWorkspaces(ctx context.Context, p WorkspaceListParams) (WorkspaceListResult, error) {
+	files, err := s.files()
+	if err != nil {
+		return WorkspaceListResult{}, err
+	}
+	limit := p.Limit
+	if limit <= 0 || limit > maxWorkspaceList {
+		limit = maxWorkspaceList
+	}
+	list, err := files.Workspaces(ctx, p.After, limit)
+	if err != nil {
+		return WorkspaceListResult{}, err
+	}
+	out := WorkspaceListResult{Workspaces: make([]WorkspaceInfo, len(list))}
+	for i, w := range list {
+		out.Workspaces[i] = WorkspaceInfo{Workspace: w.Name, Revision: w.Revision, Head: headOf(w.Head), CreatedAtMs: w.CreatedAtMs, UpdatedAtMs: w.UpdatedAtMs}
+	}
+	return out, nil
+}
+
+func (s call) readWorkspace(ctx context.Context, p WorkspaceParams) (WorkspaceReadResult, error) {
+	files, err := s.files()
+	if err != nil {
+		return WorkspaceReadResult{}, err
+	}
+	if err := store.ValidateWorkspaceName(p.Workspace); err != nil {
+		return WorkspaceReadResult{}, err
+	}
+	w, err := files.Workspace(ctx, p.Workspace)
+	if err != nil {
+		return WorkspaceReadResult{}, err
+	}
+	m, err := s.manifest(ctx, w.Head)
+	if err != nil {
+		return WorkspaceReadResult{}, err
+	}
+	return WorkspaceReadResult{Workspace: w.Name, Revision: w.Revision, Head: headOf(w.Head), Files: m.Totals.Files, Bytes: m.Totals.Bytes}, nil
+}
+
+// commitWorkspace replaces a workspace's tree. Everything that can be refused
+// (input, revision, missing blobs) is checked before anything is written.
+func (s call) commitWorkspace(ctx context.Context, p WorkspaceCommitParams) (WorkspaceReadResult, error) {
+	files, err := s.files()
+	if err != nil {
+		return WorkspaceReadResult{}, err
+	}
+	if err := store.ValidateWorkspaceName(p.Workspace); err != nil {
+		return WorkspaceReadResult{}, err
+	}
+	if err := checkExpected(p.ExpectedRevision); err != nil {
+		return WorkspaceReadResult{}, err
+	}
+	// An absent list is refused so a forgotten field cannot empty a tree.
+	if p.Files == nil {
+		return WorkspaceReadResult{}, invalidParams("files is required; [] empties the workspace")
+	}
+	m, err := vfs.NewManifest(p.Files, vfs.Limits{})
+	if err != nil {
+		return WorkspaceReadResult{}, vfsInputError(err)
+	}
+	var expected int64 // absent means "create": never a silent overwrite
+	if p.ExpectedRevision != nil {
+		expected = *p.ExpectedRevision
+	}
+	cur, err := files.Workspace(ctx, p.Workspace)
+	exists := err == nil
+	switch {
+	case err != nil && !errors.Is(err, store.ErrWorkspaceNotFound):
+		return WorkspaceReadResult{}, err
+	case exists && cur.Revision != expected:
+		return WorkspaceReadResult{}, revisionConflict(p.Workspace, expected, cur.Revision)
+	case !exists && expected != 0:
+		return WorkspaceReadResult{}, newError(CodeDomain, KindNotFound,
+			"workspace "+p.Workspace+" not found; omit expectedRevision to create it")
+	}
+	missing, err := s.host.Blobs().Missing(ctx, vfs.FileDigests(m))
+	if err != nil {
+		return WorkspaceReadResult{}, err
+	}
+	if len(missing) > 0 {
+		return WorkspaceReadResult{}, &blob.MissingError{Digests: missing}
+	}
+	ref, err := vfs.WriteManifest(ctx, s.host.Blobs(), files, m)
+	if err != nil {
+		return WorkspaceReadResult{}, err
+	}
+	var w store.Workspace
+	if exists {
+		w, err = files.MoveHead(ctx, p.Workspace, expected, ref.Digest)
+	} else {
+		w, err = files.CreateWorkspace(ctx, p.Workspace, ref.Digest)
+		if errors.Is(err, store.ErrWorkspaceExists) {
+			// Created by someone else since it was read.
+			if now, rerr := files.Workspace(ctx, p.Workspace); rerr == nil {
+				err = revisionConflict(p.Workspace, 0, now.Revision)
+			}
+		}
+	}
+	if err != nil {
+		return WorkspaceReadResult{}, err
+	}
+	return WorkspaceReadResult{Workspace: w.Name, Revision: w.Revision, Head: headOf(w.Head), Files: m.Totals.Files, Bytes: m.Totals.Bytes}, nil
+}
+
+func (s call) createSnapshot(ctx context.Context, p WorkspaceParams) (SnapshotCreateResult, error) {
+	files, err := s.files()
+	if err != nil {
+		return SnapshotCreateResult{}, err
+	}
+	if err := store.ValidateWorkspaceName(p.Workspace); err != nil {
+		return SnapshotCreateResult{}, err
+	}
+	w, err := files.Workspace(ctx, p.Workspace)
+	if err != nil {
+		return SnapshotCreateResult{}, err
+	}
+	m, err := s.manifest(ctx, w.Head)
+	if err != nil {
+		return SnapshotCreateResult{}, err
+	}
+	if _, err := files.PutSnapshot(ctx, w.Head); err != nil {
+		return SnapshotCreateResult{}, err
+	}
+	return SnapshotCreateResult{Snapshot: w.Head, Files: m.Totals.Files, Bytes: m.Totals.Bytes}, nil
+}
+
+func (s call) readSnapshot(ctx context.Context, p SnapshotParams) (SnapshotReadResult, error) {
+	files, err := s.files()
+	if err != nil {
+		return SnapshotReadResult{}, err
+	}
+	d, err := parseDigest("snapshot", p.Snapshot)
+	if err != nil {
+		return SnapshotReadResult{}, err
+	}
+	if _, err := files.Snapshot(ctx, d); err != nil {
+		return SnapshotReadResult{}, err
+	}
+	m, err := s.manifest(ctx, d)
+	if err != nil {
+		return SnapshotReadResult{}, err
+	}
+	return SnapshotReadResult{Snapshot: d, Files: m.Files, FileCount: m.Totals.Files, Bytes: m.Totals.Bytes}, nil
+}
+
+// tree loads the manifest p names: a workspace's head or a recorded snapshot.
+func (s call) tree(ctx context.Context, p FileParams) (vfs.Manifest, error) {
+	files, err := s.files()
+	if err != nil {
+		return vfs.Manifest{}, err
+	}
+	if (p.Workspace == "") == (p.Snapshot == "") {
+		return vfs.Manifest{}, invalidParams("name exactly one of workspace and snapshot")
+	}
+	var d content.Digest
+	if p.Workspace != "" {
+		if err := store.ValidateWorkspaceName(p.Workspace); err != nil {
+			return vfs.Manifest{}, err
+		}
+		w, err := files.Workspace(ctx, p.Workspace)
+		if err != nil {
+			return vfs.Manifest{}, err
+		}
+		d = w.Head
+	} else {
+		if d, err = parseDigest("snapshot", p.Snapshot); err != nil {
+			return vfs.Manifest{}, err
+		}
+		if _, err := files.Snapshot(ctx, d); err != nil {
+			return vfs.Manifest{}, err
+		}
+	}
+	return s.manifest(ctx, d)
+}
+
+func (s call) readFile(ctx context.Context, p FileParams) (FileReadResult, error) {
+	path, err := vfs.CleanPath(p.Path)
+	if err != nil {
+		return FileReadResult{}, invalidParams(err.Error())
+	}
+	m, err := s.tree(ctx, p)
+	if err != nil {
+		return FileReadResult{}, err
+	}
+	e, ok := vfs.Lookup(m, path)
+	if !ok {
+		return FileReadResult{}, newError(CodeDomain, KindNotFound, "no file at "+path)
+	}
+	data, err := s.host.Blobs().Get(ctx, e.Ref.Digest)
+	if err != nil {
+		return FileReadResult{}, err
+	}
+	return FileReadResult{Path: e.Path, Ref: e.Ref, Size: e.Size, Data: data}, nil
+}
+
+func (s call) listFiles(ctx context.Context, p FileParams) (FileListResult, error) {
+	m, err := s.tree(ctx, p)
+	if err != nil {
+		return FileListResult{}, err
+	}
+	kids, err := vfs.List(m, p.Path)
+	if err != nil {
+		return FileListResult{}, vfsInputError(err)
+	}
+	out := FileListResult{Entries: make([]FileListEntry, len(kids))}
+	for i, k := range kids {
+		out.Entries[i] = FileListEntry{Name: k.Name, Path: k.Path, Dir: k.IsDir}
+		if !k.IsDir {
+			size := k.Entry.Size
+			out.Entries[i].Size = &size
+		}
+	}
+	return out, nil
+}
+
+// writeFile writes one file onto a workspace's head. With expectedRevision it
+// is one attempt on that revision. Without, a head moved by another writer is
+// re-read and the write retried, as the vfs_write_file tool does, unless the
+// file itself changed there: another writer's version is never replaced.
+func (s call) writeFile(ctx context.Context, p FileWriteParams) (WorkspaceResult, error) {
+	files, err := s.files()
+	if err != nil {
+		return WorkspaceResult{}, err
+	}
+	if err := store.ValidateWorkspaceName(p.Workspace); err != nil {
+		return WorkspaceResult{}, err
+	}
+	if err := checkExpected(p.ExpectedRevision); err != nil {
+		return WorkspaceResult{}, err
+	}
+	path, err := vfs.CleanPath(p.Path)
+	if err != nil {
+		return WorkspaceResult{}, invalidParams(err.Error())
+	}
+	var base vfs.Entry // the file as first read; zero if absent
+	var baseRev int64
+	for attempt := range vfs.MaxWriteAttempts {
+		w, err := files.Workspace(ctx, p.Workspace)
+		if err != nil {
+			return WorkspaceResult{}, err
+		}
+		if p.ExpectedRevision != nil && w.Revision != *p.ExpectedRevision {
+			return WorkspaceResult{}, revisionConflict(p.Workspace, *p.ExpectedRevision, w.Revision)
+		}
+		m, err := s.manifest(ctx, w.Head)
+		if err != nil {
+			return WorkspaceResult{}, err
+		}
+		cur, _ := vfs.Lookup(m, path)
+		if attempt == 0 {
+			base, baseRev = cur, w.Revision
+		} else if cur != base {
+			return WorkspaceResult{}, revisionConflict(p.Workspace, baseRev, w.Revision)
+		}
+		next, _, err := vfs.Edit(ctx, s.host.Blobs(), m, path, p.Data, vfs.Limits{})
+		if err != nil {
+			return WorkspaceResult{}, vfsInputError(err)
+		}
+		ref, err := vfs.WriteManifest(ctx, s.host.Blobs(), files, next)
+		if err != nil {
+			return WorkspaceResult{}, err
+		}
+		moved, err := files.MoveHead(ctx, p.Workspace, w.Revision, ref.Digest)
+		if errors.Is(err, store.ErrWorkspaceConflict) && p.ExpectedRevision == nil {
+			continue
+		}
+		if err != nil {
+			return WorkspaceResult{}, err
+		}
+		return workspaceResult(moved), nil
+	}
+	return WorkspaceResult{}, &core.Rejection{Kind: core.RejectRevisionConflict,
+		Message: fmt.Sprintf("workspace %s kept moving during %d attempts to write %s; try again", p.Workspace, vfs.MaxWriteAttempts, path)}
+}
+
+func (s call) missingBlobs(ctx context.Context, p BlobsMissingParams) (BlobsMissingResult, error) {
+	if len(p.Digests) > MaxBlobsMissing {
+		return BlobsMissingResult{}, invalidParams(fmt.Sprintf("at most %d digests per call, got %d", MaxBlobsMissing, len(p.Digests)))
+	}
+	missing, err := s.host.Blobs().Missing(ctx, p.Digests)
+	if missing == nil {
+		missing = []content.Digest{}
+	}
+	return BlobsMissingResult{Missing: missing}, err
+}

@@ -1,0 +1,311 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cairn-agents/cairn/api"
+	"github.com/cairn-agents/cairn/blob"
+	"github.com/cairn-agents/cairn/content"
+	"github.com/cairn-agents/cairn/vfs"
+)
+
+func vfsCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "vfs",
+		Short: "Import, export and inspect a server's workspaces and snapshots",
+	}
+	cmd.AddCommand(vfsImportCommand(), vfsExportCommand(), vfsWorkspacesCommand(), vfsCatCommand(), vfsSnapshotCommand())
+	return cmd
+}
+
+func vfsImportCommand() *cobra.Command {
+	var cf clientFlags
+	var workspace string
+	cmd := &cobra.Command{
+		Use:   "import DIR --workspace NAME",
+		Short: "Make a workspace's tree DIR's files (creating it if absent), uploading only what the server lacks",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return importDir(cmd.Context(), cmd.OutOrStdout(), cf.client(), args[0], workspace)
+		},
+	}
+	cf.register(cmd)
+	cmd.Flags().StringVar(&workspace, "workspace", "", "workspace to commit DIR into")
+	_ = cmd.MarkFlagRequired("workspace")
+	return cmd
+}
+
+// hashOnly is a blob store that only names bytes, so import can compute
+// every ref with vfs.ImportDir without holding the tree in memory.
+type hashOnly struct{}
+
+func (hashOnly) Put(_ context.Context, data []byte) (content.Digest, error) {
+	return content.Sum(data), nil
+}
+func (hashOnly) Get(_ context.Context, d content.Digest) ([]byte, error) {
+	return nil, &blob.NotFoundError{Digest: d}
+}
+func (hashOnly) Missing(context.Context, []content.Digest) ([]content.Digest, error) { return nil, nil }
+func (hashOnly) Usage(context.Context) (blob.Usage, error)                           { return blob.Usage{}, nil }
+
+// noEdges drops the retention edges ImportDir records; the server records
+// its own when the tree is committed.
+type noEdges struct{}
+
+func (noEdges) PutEdges(context.Context, content.Digest, []content.Digest) error { return nil }
+
+// importDir commits dir's tree to workspace on the revision it read, so a
+// concurrent change on the server is a conflict, never overwritten.
+func importDir(ctx context.Context, out io.Writer, c *api.Client, dir, workspace string) error {
+	m, local, err := vfs.ImportDir(ctx, hashOnly{}, noEdges{}, dir, vfs.Limits{})
+	if err != nil {
+		return err
+	}
+	var expected *int64
+	cur, err := c.ReadWorkspace(ctx, workspace)
+	switch {
+	case err == nil:
+		if cur.Head.Ref.Digest == local.Digest {
+			fmt.Fprintf(out, "workspace %s already holds %s at revision %d: %d files, %d bytes\n", workspace, dir, cur.Revision, cur.Files, cur.Bytes)
+			return nil
+		}
+		expected = &cur.Revision
+	case !isKind(err, api.KindNotFound):
+		return err
+	}
+	res, err := c.MissingBlobs(ctx, vfs.FileDigests(m))
+	if err != nil {
+		return err
+	}
+	missing := map[content.Digest]bool{}
+	for _, d := range res.Missing {
+		missing[d] = true
+	}
+	var uploaded, uploadedBytes, reused, reusedBytes int64
+	for _, e := range m.Files {
+		if !missing[e.Ref.Digest] {
+			reused++
+			reusedBytes += e.Size
+			continue
+		}
+		delete(missing, e.Ref.Digest) // a file's twin reuses its upload
+		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(e.Path)))
+		if err != nil {
+			return err
+		}
+		if content.Sum(data) != e.Ref.Digest {
+			return fmt.Errorf("%s changed during the import; run it again", e.Path)
+		}
+		put, err := c.PutBlob(ctx, data, e.Ref.MediaType)
+		if err != nil {
+			return fmt.Errorf("uploading %s (%d bytes): %w", e.Path, e.Size, err)
+		}
+		if put.Ref.Digest != e.Ref.Digest {
+			return fmt.Errorf("uploading %s: server stored %s, want %s", e.Path, put.Ref.Digest, e.Ref.Digest)
+		}
+		uploaded++
+		uploadedBytes += e.Size
+	}
+	done, err := c.CommitWorkspace(ctx, api.WorkspaceCommitParams{Workspace: workspace, ExpectedRevision: expected, Files: m.Files})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "workspace %s revision %d: %d files, %d bytes\n", done.Workspace, done.Revision, done.Files, done.Bytes)
+	fmt.Fprintf(out, "uploaded %d new blobs (%d bytes), reused %d files (%d bytes)\n", uploaded, uploadedBytes, reused, reusedBytes)
+	return nil
+}
+
+func isKind(err error, kind string) bool {
+	var rpcErr *api.Error
+	return errors.As(err, &rpcErr) && rpcErr.Kind() == kind
+}
+
+// treeFlags name exactly one of a workspace and a snapshot.
+type treeFlags struct{ workspace, snapshot string }
+
+func (f *treeFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.workspace, "workspace", "", "workspace (its current head)")
+	cmd.Flags().StringVar(&f.snapshot, "snapshot", "", "snapshot digest (sha256:…)")
+	cmd.MarkFlagsOneRequired("workspace", "snapshot")
+	cmd.MarkFlagsMutuallyExclusive("workspace", "snapshot")
+}
+
+func vfsExportCommand() *cobra.Command {
+	var cf clientFlags
+	var tf treeFlags
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "export (--workspace NAME | --snapshot DIGEST) DIR",
+		Short: "Write every file of a workspace or snapshot under DIR",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return exportTree(cmd.Context(), cmd.OutOrStdout(), cf.client(), tf, args[0], force)
+		},
+	}
+	cf.register(cmd)
+	tf.register(cmd)
+	cmd.Flags().BoolVar(&force, "force", false, "write into a non-empty DIR, replacing files of the same paths")
+	return cmd
+}
+
+func exportTree(ctx context.Context, out io.Writer, c *api.Client, tf treeFlags, dir string, force bool) error {
+	if !force {
+		if err := requireEmpty(dir); err != nil {
+			return err
+		}
+	}
+	entries, err := listTree(ctx, c, tf)
+	if err != nil {
+		return err
+	}
+	// Re-check every path before joining it to dir: a server must not make
+	// this write outside it.
+	m, err := vfs.NewManifest(entries, vfs.Limits{})
+	if err != nil {
+		return fmt.Errorf("the server sent an invalid tree: %w", err)
+	}
+	for _, e := range m.Files {
+		data, err := c.Get(ctx, e.Ref.Digest)
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", e.Path, err)
+		}
+		if content.Sum(data) != e.Ref.Digest || int64(len(data)) != e.Size {
+			return fmt.Errorf("the server sent bytes for %s that do not match its entry", e.Path)
+		}
+		full := filepath.Join(dir, filepath.FromSlash(e.Path))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(full, data, 0o644); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(out, "exported %d files (%d bytes) to %s\n", m.Totals.Files, m.Totals.Bytes, dir)
+	return nil
+}
+
+func requireEmpty(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if len(ents) > 0 {
+		return fmt.Errorf("%s is not empty; use --force to write into it", dir)
+	}
+	return nil
+}
+
+// listTree returns the file entries of a snapshot, or of a workspace's head
+// manifest (read as a blob, so no snapshot is recorded just to export).
+func listTree(ctx context.Context, c *api.Client, tf treeFlags) ([]vfs.Entry, error) {
+	if tf.snapshot != "" {
+		r, err := c.ReadSnapshot(ctx, tf.snapshot)
+		return r.Files, err
+	}
+	w, err := c.ReadWorkspace(ctx, tf.workspace)
+	if err != nil {
+		return nil, err
+	}
+	data, err := c.Get(ctx, w.Head.Ref.Digest)
+	if err != nil {
+		return nil, err
+	}
+	m, err := vfs.ParseManifest(data)
+	return m.Files, err
+}
+
+func vfsWorkspacesCommand() *cobra.Command {
+	var cf clientFlags
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "workspaces",
+		Short: "List workspaces",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c := cf.client()
+			all := []api.WorkspaceInfo{}
+			for {
+				after := ""
+				if len(all) > 0 {
+					after = all[len(all)-1].Workspace
+				}
+				page, err := c.ListWorkspaces(cmd.Context(), api.WorkspaceListParams{After: after})
+				if err != nil {
+					return err
+				}
+				if len(page.Workspaces) == 0 {
+					break
+				}
+				all = append(all, page.Workspaces...)
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), api.WorkspaceListResult{Workspaces: all})
+			}
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "WORKSPACE\tREVISION\tHEAD\tUPDATED")
+			for _, ws := range all {
+				fmt.Fprintf(w, "%s\t%d\t%s\t%s\n", ws.Workspace, ws.Revision, ws.Head.Ref.Digest, time.UnixMilli(ws.UpdatedAtMs).UTC().Format(time.RFC3339))
+			}
+			return w.Flush()
+		},
+	}
+	cf.register(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func vfsCatCommand() *cobra.Command {
+	var cf clientFlags
+	var tf treeFlags
+	cmd := &cobra.Command{
+		Use:   "cat (--workspace NAME | --snapshot DIGEST) PATH",
+		Short: "Print a file of a workspace or snapshot",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, err := cf.client().ReadFile(cmd.Context(), api.FileParams{Workspace: tf.workspace, Snapshot: tf.snapshot, Path: args[0]})
+			if err != nil {
+				return err
+			}
+			_, err = cmd.OutOrStdout().Write(r.Data)
+			return err
+		},
+	}
+	cf.register(cmd)
+	tf.register(cmd)
+	return cmd
+}
+
+func vfsSnapshotCommand() *cobra.Command {
+	var cf clientFlags
+	var workspace string
+	cmd := &cobra.Command{
+		Use:   "snapshot --workspace NAME",
+		Short: "Record a workspace's current tree as a snapshot and print its digest",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			r, err := cf.client().CreateSnapshot(cmd.Context(), workspace)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "snapshot %s of workspace %s: %d files, %d bytes\n", r.Snapshot, workspace, r.Files, r.Bytes)
+			return nil
+		},
+	}
+	cf.register(cmd)
+	cmd.Flags().StringVar(&workspace, "workspace", "", "workspace to snapshot")
+	_ = cmd.MarkFlagRequired("workspace")
+	return cmd
+}

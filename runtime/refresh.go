@@ -1,0 +1,117 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cairn-agents/cairn/assembly"
+	"github.com/cairn-agents/cairn/blob"
+	"github.com/cairn-agents/cairn/content"
+	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/provider"
+	"github.com/cairn-agents/cairn/store"
+	"github.com/cairn-agents/cairn/vfs"
+)
+
+// Refresh derives the context material of a session's linked files as they
+// are now: per link, the instructions assembled from its prompt files (with
+// the assembly report as provenance); across links, the skill catalog and the
+// agent menu. Everything is stored before it is returned; the entries only
+// point at it. Hosts admit the result through core.RefreshEdits at the
+// refresh boundary. A link the universe lacks is a *core.Rejection.
+func (x *Executor) Refresh(ctx context.Context, links []core.Link) ([]core.EntryInput, error) {
+	if len(links) == 0 || x.Files == nil {
+		return nil, nil
+	}
+	trees, err := LinkedTrees(ctx, x.Blobs, x.Files, links)
+	if err != nil {
+		return nil, err
+	}
+	instrs, err := assembly.AssembleInstructions(ctx, x.Blobs, x.Files, trees, assembly.Limits{})
+	if err != nil {
+		return nil, err
+	}
+	var out []core.EntryInput
+	for _, in := range instrs {
+		if in.Text.Digest.IsZero() {
+			continue // every source was omitted; the report says why
+		}
+		report := in.Report
+		out = append(out, core.EntryInput{
+			Kind: core.EntryInstructions, Key: core.DerivedInstructionKeyPrefix + in.Mount, Content: in.Text,
+			TokenEstimate: estimateSize(in.TextBytes), Preview: provider.Preview(in.Preview),
+			Origin: "vfs:" + in.Mount, ProvenanceRef: &report,
+		})
+	}
+	skills, _, err := assembly.BuildSkillCatalog(ctx, x.Blobs, x.Files, trees, assembly.Limits{})
+	if err != nil {
+		return nil, err
+	}
+	agents, _, err := assembly.BuildAgentMenu(ctx, x.Blobs, x.Files, trees, assembly.Limits{})
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range []struct {
+		key string
+		cat *assembly.Catalog
+	}{{core.SkillCatalogKey, skills}, {core.AgentMenuKey, agents}} {
+		if c.cat == nil {
+			continue
+		}
+		in, err := catalogEntry(ctx, x.Blobs, c.key, c.cat)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, in)
+	}
+	return out, nil
+}
+
+func catalogEntry(ctx context.Context, blobs blob.Store, key string, c *assembly.Catalog) (core.EntryInput, error) {
+	text, err := blobs.Get(ctx, c.Text.Digest)
+	if err != nil {
+		return core.EntryInput{}, fmt.Errorf("reading catalog %s: %w", key, err)
+	}
+	doc := c.Doc
+	return core.EntryInput{Kind: core.EntryCatalog, Key: key, Content: c.Text, TokenEstimate: provider.Estimate(text),
+		Preview: provider.Preview(c.Preview), Origin: "vfs", ProvenanceRef: &doc}, nil
+}
+
+// estimateSize is provider.Estimate for a text of n bytes.
+func estimateSize(n int64) core.TokenEstimate {
+	const perEntryOverhead = 4
+	return core.TokenEstimate{Tokens: (n+3)/4 + perEntryOverhead, Quality: core.EstimateHeuristic}
+}
+
+// LinkedTrees resolves each link to the tree it shows now: a workspace's
+// current head, or the pinned snapshot.
+func LinkedTrees(ctx context.Context, blobs blob.Store, files Files, links []core.Link) ([]assembly.Tree, error) {
+	trees := make([]assembly.Tree, 0, len(links))
+	for _, l := range links {
+		t := assembly.Tree{Mount: l.Mount, Workspace: l.Workspace}
+		if l.Workspace != "" {
+			w, err := files.Workspace(ctx, l.Workspace)
+			if errors.Is(err, store.ErrWorkspaceNotFound) {
+				return nil, &core.Rejection{Kind: core.RejectUnknownReference, Message: fmt.Sprintf("link at %s: workspace %s not found", l.Mount, l.Workspace)}
+			}
+			if err != nil {
+				return nil, err
+			}
+			t.Snapshot = w.Head
+		} else {
+			d, err := content.ParseDigest(l.Snapshot)
+			if err != nil {
+				return nil, &core.Rejection{Kind: core.RejectInvalidConfiguration, Message: fmt.Sprintf("link at %s: %v", l.Mount, err)}
+			}
+			t.Snapshot = d
+		}
+		m, err := vfs.ReadManifest(ctx, blobs, t.Snapshot)
+		if err != nil {
+			return nil, err
+		}
+		t.Manifest = m
+		trees = append(trees, t)
+	}
+	return trees, nil
+}
