@@ -15,7 +15,7 @@ import (
 type chatOptions struct {
 	clientFlags
 	session, provider, apiKind, model, instructions, submission string
-	tools                                                       []string
+	tools, links, skills                                        []string
 	json                                                        bool
 }
 
@@ -43,7 +43,9 @@ func chatCommand() *cobra.Command {
 	f.StringVar(&o.apiKind, "api", core.APIChatCompletions, "API kind for a new session")
 	f.StringVar(&o.model, "model", envOr("CAIRN_MODEL", "gpt-4o-mini"), "model for a new session (env CAIRN_MODEL)")
 	f.StringVar(&o.instructions, "instructions", "", "instructions for a new session")
-	f.StringSliceVar(&o.tools, "tool", nil, "grant a tool to a new session (repeatable)")
+	f.StringSliceVar(&o.tools, "tool", nil, "grant a tool to a new session (repeatable), e.g. vfs_read_file")
+	f.StringArrayVar(&o.links, "link", nil, "mount a workspace or snapshot in a new session: MOUNT=WORKSPACE or MOUNT=sha256:… (repeatable)")
+	f.StringSliceVar(&o.skills, "skill", nil, "activate a skill of the linked files for this run only (repeatable)")
 	f.StringVar(&o.submission, "submission-id", "", "idempotency key: retrying with the same key and message does not start a second run")
 	f.BoolVar(&o.json, "json", false, "print the run's events as JSON lines")
 	return cmd
@@ -53,10 +55,15 @@ func chatCommand() *cobra.Command {
 func runChat(ctx context.Context, out io.Writer, c *api.Client, o chatOptions, message string) (string, error) {
 	session := o.session
 	if session == "" {
+		links, err := parseLinks(o.links)
+		if err != nil {
+			return "", err
+		}
 		created, err := c.CreateSession(ctx, api.CreateSessionParams{
 			Model:        core.ModelSelection{ProviderID: o.provider, APIKind: o.apiKind, Model: o.model},
 			Instructions: o.instructions,
 			Tools:        o.tools,
+			Links:        links,
 		})
 		if err != nil {
 			return "", err
@@ -70,7 +77,7 @@ func runChat(ctx context.Context, out io.Writer, c *api.Client, o chatOptions, m
 	if err != nil {
 		return "", err
 	}
-	run, err := c.StartRun(ctx, api.RunStartParams{SessionID: session, Input: []api.InputPart{{Type: "text", Text: message}}, SubmissionID: o.submission})
+	run, err := c.StartRun(ctx, api.RunStartParams{SessionID: session, Input: []api.InputPart{{Type: "text", Text: message}}, SubmissionID: o.submission, Skills: o.skills})
 	if err != nil {
 		return "", err
 	}
@@ -79,4 +86,22 @@ func runChat(ctx context.Context, out io.Writer, c *api.Client, o chatOptions, m
 	}
 	f := &follower{client: c, out: out, json: o.json, session: session}
 	return f.follow(ctx, run.RunID, before.Head)
+}
+
+// parseLinks reads --link values: MOUNT=WORKSPACE, or MOUNT=sha256:… for a
+// pinned snapshot.
+func parseLinks(specs []string) ([]core.Link, error) {
+	var out []core.Link
+	for _, s := range specs {
+		mount, target, ok := strings.Cut(s, "=")
+		if !ok || mount == "" || target == "" {
+			return nil, fmt.Errorf("--link %q: want MOUNT=WORKSPACE or MOUNT=sha256:<hex>", s)
+		}
+		l := core.Link{Mount: mount, Workspace: target}
+		if strings.HasPrefix(target, "sha256:") {
+			l = core.Link{Mount: mount, Snapshot: target}
+		}
+		out = append(out, l)
+	}
+	return out, nil
 }

@@ -2,20 +2,22 @@ package main
 
 import (
 	"context"
-	_ "embed"
-	"encoding/json"
+	"embed"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-agents/cairn/api"
+	"github.com/cairn-agents/cairn/assembly"
 	"github.com/cairn-agents/cairn/core"
-	"github.com/cairn-agents/cairn/provider"
 	"github.com/cairn-agents/cairn/provider/endpoint"
 	"github.com/cairn-agents/cairn/provider/replay"
 	"github.com/cairn-agents/cairn/runtime"
@@ -27,24 +29,22 @@ import (
 //go:embed demo_cassette.json
 var demoCassette []byte
 
-const (
-	demoSession      = "acorn-release-notes"
-	demoInstructions = "You are a release editor. Write accurate, concise release notes in Markdown. Use read_changelog for the facts; never invent features."
-	demoRequest      = "Draft release notes for Acorn 2.0"
-	demoSteering     = "Lead with the migration guide, and keep it short."
-	demoFollowUp     = "Add a short thank-you to the contributors."
-)
+// demoWorkspace is the Acorn repository the release editor works in: its
+// prompts, its skill, its changelog. The demo writes it to the data directory
+// and imports it the way `cairn vfs import` does.
+//
+//go:embed all:demo_workspace
+var demoWorkspace embed.FS
 
-// demoChangelog is what the demo's read_changelog tool returns.
-const demoChangelog = `Acorn 2.0 changelog
-- feat: incremental builds skip unchanged modules (typical rebuild 40 s -> 6 s)
-- feat: acorn.toml replaces acorn.json; acorn.json still read with a deprecation warning
-- feat: Plugin API v2: plugins declare inputs so results can be cached
-- fix: watcher missed renames on macOS (#1182)
-- fix: acorn test --filter now matches nested test names (#1207)
-- breaking: Node 18 dropped; Node 20+ required
-- breaking: Plugin API v1 removed (see docs/migrate-2.0.md)
-- 23 contributors, 6 of them first-time`
+const (
+	demoSession       = "acorn-release-notes"
+	demoWorkspaceName = "acorn"
+	demoSkill         = "release-notes"
+	demoRequest       = "Draft release notes for Acorn 2.0"
+	demoSteering      = "Lead with the migration guide, and keep it short."
+	demoFollowUp      = "Add a short thank-you to the contributors."
+	demoNotes         = "/work/RELEASE_NOTES.md"
+)
 
 func demoCommand() *cobra.Command {
 	var dataDir string
@@ -78,14 +78,9 @@ func runDemo(ctx context.Context, out io.Writer, dataDir string) error {
 		return fmt.Errorf("demo cassette: %w", err)
 	}
 	transport := replay.New(cassette)
-	tools, err := runtime.NewTools(changelogTool{})
-	if err != nil {
-		return err
-	}
 	st, err := openStack(ctx, dataDir, hostOptions{
 		resolver:  endpoint.Static{"openai": {BaseURL: "https://replay.cairn.invalid/v1"}},
 		transport: transport,
-		tools:     tools,
 		logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
@@ -102,11 +97,12 @@ func runDemo(ctx context.Context, out io.Writer, dataDir string) error {
 	defer srv.Close()
 	client := api.NewClient(ln.Addr().String(), nil)
 
-	// While the first draft is being generated, the user steers: the steering
-	// is durable at once but enters context only at the next turn boundary.
+	// While the model works on its first turn, the user steers: the steering
+	// is durable at once but enters context only at the next turn boundary,
+	// so the draft written in turn 2 follows it.
 	var steerErr error
 	transport.OnRequest = func(n int, _ []byte) {
-		if n == 1 {
+		if n == 0 {
 			_, steerErr = client.Steer(ctx, api.SteerParams{SessionID: demoSession, Input: []api.InputPart{{Type: "text", Text: demoSteering}}})
 		}
 	}
@@ -115,16 +111,36 @@ func runDemo(ctx context.Context, out io.Writer, dataDir string) error {
 	fmt.Fprintln(out, "RECORDED: model answers are replayed from a cassette embedded in this binary (Chat Completions wire format); no network is used.")
 	fmt.Fprintf(out, "data: %s\n\n", dataDir)
 
+	// The repository goes into a workspace; the session mounts it at /work
+	// and may use the vfs_* tools on it. Its instructions come from the
+	// workspace's .cairn/prompts, assembled when the first run starts.
+	src := filepath.Join(dataDir, demoWorkspaceName)
+	if err := writeDemoWorkspace(src); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "$ cairn vfs import %s --workspace %s\n", src, demoWorkspaceName)
+	if err := importDir(ctx, out, client, src, demoWorkspaceName); err != nil {
+		return err
+	}
+	var tools []string
+	for _, t := range runtime.VFSTools() {
+		tools = append(tools, t.Definition().Name)
+	}
 	if _, err := client.CreateSession(ctx, api.CreateSessionParams{
-		SessionID:    demoSession,
-		Model:        core.ModelSelection{ProviderID: "openai", APIKind: core.APIChatCompletions, Model: "gpt-4o-mini"},
-		Instructions: demoInstructions,
-		Tools:        []string{changelogTool{}.Definition().Name},
+		SessionID: demoSession,
+		Model:     core.ModelSelection{ProviderID: "openai", APIKind: core.APIChatCompletions, Model: "gpt-4o-mini"},
+		Tools:     tools,
+		Links:     []core.Link{{Mount: "/work", Workspace: demoWorkspaceName}},
 	}); err != nil {
 		return err
 	}
-	for _, msg := range []string{demoRequest, demoFollowUp} {
-		status, err := runChat(ctx, out, client, chatOptions{session: demoSession}, msg)
+	fmt.Fprintf(out, "session %s: workspace %s mounted at /work, tools %s\n\n", demoSession, demoWorkspaceName, strings.Join(tools, ", "))
+	runs := []chatOptions{{session: demoSession, skills: []string{demoSkill}}, {session: demoSession}}
+	for i, msg := range []string{demoRequest, demoFollowUp} {
+		if len(runs[i].skills) > 0 {
+			fmt.Fprintf(out, "(skill %s is active for this run)\n", demoSkill)
+		}
+		status, err := runChat(ctx, out, client, runs[i], msg)
 		if err != nil {
 			return err
 		}
@@ -136,7 +152,66 @@ func runDemo(ctx context.Context, out io.Writer, dataDir string) error {
 		}
 		fmt.Fprintln(out)
 	}
+	if err := printNotes(ctx, out, client); err != nil {
+		return err
+	}
+	if err := printInstructions(ctx, out, client); err != nil {
+		return err
+	}
 	return printSummary(ctx, out, client, st)
+}
+
+// writeDemoWorkspace writes the embedded repository under dir.
+func writeDemoWorkspace(dir string) error {
+	root, err := fs.Sub(demoWorkspace, "demo_workspace")
+	if err != nil {
+		return err
+	}
+	return os.CopyFS(dir, root)
+}
+
+// printNotes shows the file the model wrote, read back from the workspace.
+func printNotes(ctx context.Context, out io.Writer, c *api.Client) error {
+	ws, err := c.ReadWorkspace(ctx, demoWorkspaceName)
+	if err != nil {
+		return err
+	}
+	f, err := c.ReadFile(ctx, api.FileParams{Workspace: demoWorkspaceName, Path: strings.TrimPrefix(demoNotes, "/work")})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "workspace %s is at revision %d; %s (%d bytes):\n%s\n", demoWorkspaceName, ws.Revision, demoNotes, f.Size, indent(strings.TrimRight(string(f.Data), "\n")))
+	return nil
+}
+
+// printInstructions shows where the session's instructions came from: the
+// instruction entry's provenance is the stored assembly report.
+func printInstructions(ctx context.Context, out io.Writer, c *api.Client) error {
+	cx, err := c.ReadContext(ctx, demoSession)
+	if err != nil {
+		return err
+	}
+	for _, e := range cx.Entries {
+		if e.Kind != core.EntryInstructions || e.ProvenanceRef == nil {
+			continue
+		}
+		data, err := c.Get(ctx, e.ProvenanceRef.Digest)
+		if err != nil {
+			return err
+		}
+		report, err := assembly.ParseReport(data)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "instructions %s (entry %s) were assembled from workspace %s; report %s:\n", e.Key, e.ID, report.Workspace, e.ProvenanceRef.Digest)
+		for _, s := range report.Sources {
+			fmt.Fprintf(out, "  %s (%d bytes, included: %t)\n", s.Path, s.Size, s.Included)
+		}
+		for _, w := range report.Warnings {
+			fmt.Fprintf(out, "  warning: %s: %s\n", w.Path, w.Message)
+		}
+	}
+	return nil
 }
 
 func printSummary(ctx context.Context, out io.Writer, c *api.Client, st *stack) error {
@@ -155,25 +230,4 @@ func printSummary(ctx context.Context, out io.Writer, c *api.Client, st *stack) 
 	fmt.Fprintf(out, "summary: session %s, %d events, %d context entries (revision %d), %d blobs, %d bytes\n",
 		demoSession, sess.Head, len(cx.Entries), cx.Revision, usage.Blobs, usage.Bytes)
 	return nil
-}
-
-// changelogTool is the demo's one tool: it returns Acorn's changelog.
-type changelogTool struct{}
-
-func (changelogTool) Definition() provider.Tool {
-	return provider.Tool{
-		Name:        "read_changelog",
-		Description: "Read the changelog of an Acorn release.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"version":{"type":"string","description":"release version, e.g. 2.0"}},"required":["version"],"additionalProperties":false}`),
-	}
-}
-
-func (changelogTool) Invoke(_ context.Context, _ runtime.ToolEnv, args json.RawMessage) (runtime.ToolOutput, error) {
-	var p struct {
-		Version string `json:"version"`
-	}
-	if err := json.Unmarshal(args, &p); err != nil || p.Version != "2.0" {
-		return runtime.ToolOutput{Content: []byte("no changelog for that version; try \"2.0\""), IsError: true}, nil
-	}
-	return runtime.ToolOutput{Content: []byte(demoChangelog)}, nil
 }

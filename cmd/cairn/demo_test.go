@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/store/sqlite"
+	"github.com/cairn-agents/cairn/vfs"
 )
 
 var (
@@ -74,25 +75,36 @@ func TestDemoPlaysTheRecordedSession(t *testing.T) {
 
 	at(t, out, "RECORDED")
 	at(t, out, "data: "+dir+"\n")
-	if n := strings.Count(out, "assistant>\n"); n != 3 {
-		t.Fatalf("%d drafts, want 3:\n%s", n, out)
+	if n := strings.Count(out, "assistant>\n"); n != 2 {
+		t.Fatalf("%d answers, want 2:\n%s", n, out)
 	}
 	if n := len(runIDs.FindAllString(out, -1)); n != 2 {
 		t.Fatalf("%d run ids in the output, want 2 (one per run)", n)
 	}
-	// The first draft, the steering, the second draft (which follows it),
-	// the follow-up request and the third draft, in that order.
-	request := at(t, out, "user> "+demoRequest)
-	toolCall := at(t, out, "tool call read_changelog")
-	turn2 := at(t, out, "[turn 2]")
-	steer := at(t, out, `[steer] "`+demoSteering+`"`)
-	draft1 := at(t, out, "## Breaking changes")
-	steerInContext := at(t, out, "user> "+demoSteering)
-	turn3 := at(t, out, "[turn 3]")
-	draft2 := at(t, out, "**Upgrading?**")
-	followUp := at(t, out, "user> "+demoFollowUp)
-	draft3 := at(t, out, "## Thanks")
-	order := []int{request, toolCall, turn2, steer, draft1, steerInContext, turn3, draft2, followUp, draft3}
+	// The import, the request, the steering (during turn 1), the changelog
+	// read, the steering entering context at turn 2, the draft written to the
+	// workspace, the follow-up and its edit, then the file as it ended up and
+	// the instructions' assembly report, in that order.
+	order := []int{
+		at(t, out, "workspace acorn revision 1: 5 files"),
+		at(t, out, "(skill release-notes is active for this run)"),
+		at(t, out, "user> "+demoRequest),
+		at(t, out, `[steer] "`+demoSteering+`"`),
+		at(t, out, "tool call vfs_read_file"),
+		at(t, out, "result vfs_read_file: Acorn 2.0 changelog"),
+		at(t, out, "user> "+demoSteering),
+		at(t, out, "[turn 2] tool call vfs_write_file"),
+		at(t, out, `workspace "acorn" is now at revision 2`),
+		at(t, out, "user> "+demoFollowUp),
+		at(t, out, "tool call vfs_edit_file"),
+		at(t, out, `workspace "acorn" is now at revision 3`),
+		at(t, out, "workspace acorn is at revision 3; /work/RELEASE_NOTES.md"),
+		at(t, out, "\n  **Upgrading?**"),
+		at(t, out, "\n  ## Thanks"),
+		at(t, out, "instructions instructions.vfs:/work"),
+		at(t, out, "/work/.cairn/prompts/instructions.md (296 bytes, included: true)"),
+		at(t, out, "/work/.cairn/prompts/instructions.d/10-style.md"),
+	}
 	for i := 1; i < len(order); i++ {
 		if order[i-1] >= order[i] {
 			t.Fatalf("demo output out of order at step %d:\n%s", i, out)
@@ -102,6 +114,34 @@ func TestDemoPlaysTheRecordedSession(t *testing.T) {
 		t.Fatalf("%d completed runs, want 2", n)
 	}
 	parseSummary(t, out)
+}
+
+// The file the model wrote is a real workspace file: exporting the workspace
+// from the kept store gives it back.
+func TestDemoNotesAreInTheWorkspace(t *testing.T) {
+	dir := t.TempDir()
+	playDemo(t, dir)
+	st, err := sqlite.Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	w, err := st.Workspace(context.Background(), demoWorkspaceName)
+	if err != nil || w.Revision != 3 {
+		t.Fatalf("workspace %+v %v, want revision 3 (import, write, edit)", w, err)
+	}
+	m, err := vfs.ReadManifest(context.Background(), st, w.Head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, ok := vfs.Lookup(m, "RELEASE_NOTES.md")
+	if !ok {
+		t.Fatalf("the workspace has no RELEASE_NOTES.md: %+v", m.Files)
+	}
+	data, err := st.Get(context.Background(), e.Ref.Digest)
+	if err != nil || !strings.HasPrefix(string(data), "# Acorn 2.0 release notes") || !strings.Contains(string(data), "## Thanks") {
+		t.Fatalf("RELEASE_NOTES.md = %q (%v)", data, err)
+	}
 }
 
 func TestDemoIsDeterministicApartFromRunIDs(t *testing.T) {

@@ -54,16 +54,16 @@ func validateParams(apiKind string, params json.RawMessage) error {
 type hostOptions struct {
 	resolver  endpoint.Resolver
 	transport http.RoundTripper // nil: the default HTTP transport
-	tools     *runtime.Tools
+	tools     []runtime.Tool    // besides the built-in vfs_* tools
 	logger    *slog.Logger
 }
 
 // startHost builds the executors over a store and starts a local host on it,
 // resuming unfinished sessions.
 func startHost(ctx context.Context, log store.SessionLog, blobs blob.Store, files runtime.Files, o hostOptions) (*local.Host, error) {
-	tools := o.tools
-	if tools == nil {
-		tools, _ = runtime.NewTools()
+	tools, err := builtinTools(o.tools...)
+	if err != nil {
+		return nil, err
 	}
 	exec := &runtime.Executor{
 		Blobs:    blobs,
@@ -77,6 +77,12 @@ func startHost(ctx context.Context, log store.SessionLog, blobs blob.Store, file
 		return nil, err
 	}
 	return host, nil
+}
+
+// builtinTools registers the tools every server offers (the vfs_* tools),
+// then extra; a session uses the ones its config grants.
+func builtinTools(extra ...runtime.Tool) (*runtime.Tools, error) {
+	return runtime.NewTools(append(runtime.VFSTools(), extra...)...)
 }
 
 // stack is an embedded Cairn: the SQLite store and a local host on it.

@@ -14,7 +14,6 @@ import (
 
 	"github.com/cairn-agents/cairn/api"
 	"github.com/cairn-agents/cairn/core"
-	"github.com/cairn-agents/cairn/runtime"
 	"github.com/cairn-agents/cairn/runtime/temporal"
 	"github.com/cairn-agents/cairn/store/postgres"
 )
@@ -106,7 +105,10 @@ func runWorker(ctx context.Context, cmd *cobra.Command, o serveOptions, tf tempo
 	}
 	defer c.Close()
 	stores := &universeStores{db: db, objects: objects}
-	tools, _ := runtime.NewTools()
+	tools, err := builtinTools()
+	if err != nil {
+		return err
+	}
 	acts := temporal.NewActivities(func(ctx context.Context, universe string) (temporal.Store, error) {
 		return stores.get(ctx, universe)
 	}, adapters(providerResolver(o), nil), tools)

@@ -61,7 +61,7 @@ func run(ctx context.Context, pg, addr, queue, config string) error {
 		return err
 	}
 	defer c.Close()
-	tools, err := runtime.NewTools(slowLookup{})
+	tools, err := runtime.NewTools(append(runtime.VFSTools(), slowLookup{})...)
 	if err != nil {
 		return err
 	}
