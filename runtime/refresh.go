@@ -19,7 +19,8 @@ import (
 // the assembly report as provenance); across links, the skill catalog and the
 // agent menu. Everything is stored before it is returned; the entries only
 // point at it. Hosts admit the result through core.RefreshEdits at the
-// refresh boundary. A link the universe lacks is a *core.Rejection.
+// refresh boundary. A link to a workspace or snapshot the universe lacks is a
+// *core.Rejection.
 func (x *Executor) Refresh(ctx context.Context, links []core.Link) ([]core.EntryInput, error) {
 	if len(links) == 0 || x.Files == nil {
 		return nil, nil
@@ -103,6 +104,11 @@ func LinkedTrees(ctx context.Context, blobs blob.Store, files Files, links []cor
 			d, err := content.ParseDigest(l.Snapshot)
 			if err != nil {
 				return nil, &core.Rejection{Kind: core.RejectInvalidConfiguration, Message: fmt.Sprintf("link at %s: %v", l.Mount, err)}
+			}
+			if _, err := files.Snapshot(ctx, d); errors.Is(err, store.ErrSnapshotNotFound) {
+				return nil, &core.Rejection{Kind: core.RejectUnknownReference, Message: fmt.Sprintf("link at %s: snapshot %s is not recorded", l.Mount, d)}
+			} else if err != nil {
+				return nil, err
 			}
 			t.Snapshot = d
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/cairn-agents/cairn/blob"
 	"github.com/cairn-agents/cairn/content"
 	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/internal/testenv"
 	"github.com/cairn-agents/cairn/provider"
 	"github.com/cairn-agents/cairn/runtime"
 	"github.com/cairn-agents/cairn/vfs"
@@ -52,22 +53,7 @@ func newFilesEnv(t *testing.T, adapter *scriptAdapter) *env {
 // workspace creates workspace name holding files.
 func (e *env) workspace(name string, files map[string]string) {
 	e.t.Helper()
-	ctx := context.Background()
-	data := map[string][]byte{}
-	for p, s := range files {
-		data[p] = []byte(s)
-	}
-	m, err := vfs.Build(ctx, e.blobs, data, vfs.Limits{})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	ref, err := vfs.WriteManifest(ctx, e.blobs, e.log, m)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if _, err := e.log.CreateWorkspace(ctx, name, ref.Digest); err != nil {
-		e.t.Fatal(err)
-	}
+	testenv.Workspace(e.t, e.blobs, e.log, name, files)
 }
 
 // writeFile changes one file of a workspace, as another writer would.
@@ -153,6 +139,9 @@ func TestSpec_VFSToolsWorkOnTheLinkedWorkspaceHead(t *testing.T) {
 	}
 	pinRef, err := vfs.WriteManifest(context.Background(), e.blobs, e.log, pinned)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.log.PutSnapshot(context.Background(), pinRef.Digest); err != nil {
 		t.Fatal(err)
 	}
 	e.createLinked("s1", core.Link{Mount: "/work", Workspace: "acorn"}, core.Link{Mount: "/pinned", Snapshot: pinRef.Digest.String()})

@@ -51,18 +51,27 @@ func answer(ctx context.Context, b blob.Store, text string) (provider.Output, er
 	return provider.Output{Finish: "stop", Entries: []core.EntryInput{{Kind: core.EntryMessage, Role: core.RoleAssistant, Content: ref, TokenEstimate: provider.Estimate([]byte(text)), Preview: text}}}, nil
 }
 
-func callTool(ctx context.Context, b blob.Store, id, name string) (provider.Output, error) {
-	args, err := blob.PutRef(ctx, b, []byte(`{}`), content.MediaJSON, "")
+// callTool is an Output asking for one call of name with args marshalled as
+// JSON (nil: {}).
+func callTool(ctx context.Context, b blob.Store, id, name string, args any) (provider.Output, error) {
+	raw := []byte(`{}`)
+	if args != nil {
+		var err error
+		if raw, err = json.Marshal(args); err != nil {
+			return provider.Output{}, err
+		}
+	}
+	argsRef, err := blob.PutRef(ctx, b, raw, content.MediaJSON, "")
 	if err != nil {
 		return provider.Output{}, err
 	}
-	raw, err := blob.PutRef(ctx, b, []byte(`{"id":"`+id+`"}`), content.MediaJSON, "test.tool_call")
+	native, err := blob.PutRef(ctx, b, []byte(`{"id":"`+id+`"}`), content.MediaJSON, "test.tool_call")
 	if err != nil {
 		return provider.Output{}, err
 	}
 	return provider.Output{Finish: "tool_calls",
-		Entries:   []core.EntryInput{{Kind: core.EntryToolCall, Role: core.RoleAssistant, Content: raw, CallID: id, ToolName: name}},
-		ToolCalls: []core.ToolCall{{CallID: id, Name: name, Arguments: args}}}, nil
+		Entries:   []core.EntryInput{{Kind: core.EntryToolCall, Role: core.RoleAssistant, Content: native, CallID: id, ToolName: name}},
+		ToolCalls: []core.ToolCall{{CallID: id, Name: name, Arguments: argsRef}}}, nil
 }
 
 type echoTool struct{ calls atomic.Int32 }
@@ -194,7 +203,7 @@ func TestTemporal_ToolRoundCompletesThroughActivities(t *testing.T) {
 	tool := &echoTool{}
 	adapter := &script{fn: func(ctx context.Context, n int, b blob.Store, _ provider.Request) (provider.Output, error) {
 		if n == 0 {
-			return callTool(ctx, b, "call_1", "echo")
+			return callTool(ctx, b, "call_1", "echo", nil)
 		}
 		return answer(ctx, b, "done")
 	}}

@@ -137,7 +137,7 @@ func newMeasureDeployment(tb testing.TB) *measureDeployment {
 	}
 	model := &script{fn: func(ctx context.Context, n int, b blob.Store, _ provider.Request) (provider.Output, error) {
 		if n%2 == 0 {
-			return callTool(ctx, b, fmt.Sprintf("call_%d", n), tool.Definition().Name)
+			return callTool(ctx, b, fmt.Sprintf("call_%d", n), tool.Definition().Name, nil)
 		}
 		return answer(ctx, b, "done")
 	}}

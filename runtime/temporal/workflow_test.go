@@ -59,7 +59,7 @@ var unitConfig = core.SessionConfig{Model: core.ModelSelection{ProviderID: "p", 
 func TestWorkflow_RunsAToolRoundAndClosesInTheTestEnvironment(t *testing.T) {
 	adapter := &script{fn: func(ctx context.Context, n int, b blob.Store, _ provider.Request) (provider.Output, error) {
 		if n == 0 {
-			return callTool(ctx, b, "call_1", "echo")
+			return callTool(ctx, b, "call_1", "echo", nil)
 		}
 		return answer(ctx, b, "done")
 	}}
