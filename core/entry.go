@@ -13,6 +13,10 @@ const (
 	EntryReasoning       = "reasoning"
 	EntryProviderOpaque  = "provider_opaque"
 	EntrySummary         = "summary"
+	// EntryCompaction is provider-native compaction material (an OpenAI
+	// Responses compaction item) that stands in for the conversation it
+	// replaced; only its API kind can read it.
+	EntryCompaction = "compaction"
 )
 
 // Entry sources: who inserted the entry.

@@ -65,10 +65,35 @@ type SessionConfig struct {
 	// operation) and snapshots (pinned, read-only) into the session's file
 	// tree, at mount paths that do not overlap.
 	Links []Link `json:"links,omitempty"`
+	// Compaction is the compaction policy; nil means disabled.
+	Compaction *Compaction `json:"compaction,omitempty"`
 	// ProviderParams are the API kind's request parameters (temperature,
 	// reasoning effort, cache TTL, …) as canonical JSON. The core keeps them
 	// opaque; the API kind's adapter validates them before admission.
 	ProviderParams json.RawMessage `json:"providerParams,omitempty"`
+}
+
+// Compaction modes.
+const (
+	CompactionDisabled = "disabled"
+	// CompactionProviderTriggered asks the provider to compact inside
+	// ordinary generation requests (OpenAI Responses context_management).
+	CompactionProviderTriggered = "provider_triggered"
+	// CompactionProviderStandalone runs compaction as separate work between
+	// runs: the Responses compact endpoint, or a summarization request.
+	CompactionProviderStandalone = "provider_standalone"
+)
+
+// Compaction is a session's compaction policy.
+type Compaction struct {
+	Mode string `json:"mode"`
+	// ThresholdTokens, when positive, triggers compaction automatically once
+	// the token estimates of the compactable entries sum to at least this.
+	// For provider_triggered it is the threshold the provider is given.
+	ThresholdTokens int64 `json:"thresholdTokens,omitempty"`
+	// TargetTokens guides the length of a summary and bounds its output
+	// (summary routes only; the Responses compact endpoint ignores it).
+	TargetTokens int64 `json:"targetTokens,omitempty"`
 }
 
 // Run statuses.

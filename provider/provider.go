@@ -30,6 +30,10 @@ type Request struct {
 	// Params are the session's provider parameters for this API kind
 	// (canonical JSON, validated by the adapter's ValidateParams at admission).
 	Params json.RawMessage
+	// Compaction is the session's policy. With mode provider_triggered the
+	// Responses adapter asks the provider to compact in this request; native
+	// compaction items come back as EntryCompaction entries.
+	Compaction *core.Compaction
 }
 
 // Output is what an adapter returns after writing native material to CAS.
@@ -49,6 +53,37 @@ type Output struct {
 // stores the native response in CAS and returns facts and refs.
 type Adapter interface {
 	Generate(ctx context.Context, blobs blob.Store, req Request) (Output, error)
+}
+
+// CompactRequest is one standalone compaction: the compactable entries it
+// replaces, in request order. Instructions, current catalogs and active
+// skills are not among them and are never sent.
+type CompactRequest struct {
+	SessionID string
+	Model     core.ModelSelection
+	Entries   []core.Entry
+	Params    json.RawMessage
+	// TargetTokens guides a summary's length and bounds its output; 0 means
+	// the adapter's default. The Responses compact endpoint does not use it.
+	TargetTokens int64
+}
+
+// CompactOutput is the replacement for the compacted entries.
+type CompactOutput struct {
+	// Entries replace the compacted ones: a plain-text summary
+	// (EntrySummary) or native compaction items (EntryCompaction).
+	Entries []core.EntryInput
+	Usage   core.Usage
+	// Failure is set when the provider answered without a usable
+	// replacement (no compaction item, an empty or cut-off summary); the
+	// original entries are kept.
+	Failure *core.Failure
+}
+
+// Compactor is implemented by adapters that can compact their API kind's
+// context as standalone work.
+type Compactor interface {
+	Compact(ctx context.Context, blobs blob.Store, req CompactRequest) (CompactOutput, error)
 }
 
 // Error is a classified provider failure. Message never contains credentials.
