@@ -62,7 +62,10 @@ type CompactRequest struct {
 	SessionID string
 	Model     core.ModelSelection
 	Entries   []core.Entry
-	Params    json.RawMessage
+	// Tools are the session's tool definitions: some APIs refuse a history
+	// with tool calls unless the tools are defined.
+	Tools  []Tool
+	Params json.RawMessage
 	// TargetTokens guides a summary's length and bounds its output; 0 means
 	// the adapter's default. The Responses compact endpoint does not use it.
 	TargetTokens int64
