@@ -40,7 +40,7 @@ func Admit(s *State, cmd Command) (Admission, error) {
 					a.EntryIDs = append(a.EntryIDs, e.ID)
 				}
 			}
-		case KindContextEntriesRemoved, KindContextKeysRemoved:
+		case KindContextEntriesRemoved, KindContextKeysRemoved, KindContextCompacted:
 			a.Revision++
 		}
 	}
@@ -72,6 +72,10 @@ func admit(s *State, cmd Command) (Admission, error) {
 		return admitGeneration(s, c)
 	case ToolResult:
 		return admitToolResult(s, c)
+	case RequestCompaction:
+		return admitRequestCompaction(s, c)
+	case CompactionResult:
+		return admitCompactionResult(s, c)
 	}
 	return Admission{}, reject(RejectInvalidInput, "unknown command %T", cmd)
 }
@@ -97,6 +101,9 @@ func ValidateConfig(cfg SessionConfig) error {
 		}
 	}
 	if err := validateLinks(cfg.Links); err != nil {
+		return err
+	}
+	if err := validateCompaction(cfg); err != nil {
 		return err
 	}
 	for i, t := range cfg.Tools {
@@ -175,6 +182,9 @@ func idleAndOpen(s *State) error {
 	if s.Closed {
 		return reject(RejectSessionClosed, "session %s is closed", s.SessionID)
 	}
+	if err := compactionPending(s); err != nil {
+		return err
+	}
 	if s.HasWork() {
 		return reject(RejectActiveWork, "session %s has an active or queued run", s.SessionID)
 	}
@@ -210,6 +220,9 @@ func validRef(in EntryInput) error {
 func admitStartRun(s *State, c StartRun) (Admission, error) {
 	if s.Closed {
 		return Admission{}, reject(RejectSessionClosed, "session %s is closed", s.SessionID)
+	}
+	if err := compactionPending(s); err != nil {
+		return Admission{}, err
 	}
 	if err := validInput(c.Input); err != nil {
 		return Admission{}, err
@@ -393,6 +406,15 @@ func keyUnder(in EntryInput, prefix string) error {
 	return nil
 }
 
+func hasKind(entries []EntryInput, kind string) bool {
+	for _, e := range entries {
+		if e.Kind == kind {
+			return true
+		}
+	}
+	return false
+}
+
 func admitRemoveContext(s *State, c RemoveContext) (Admission, error) {
 	if err := idleAndOpen(s); err != nil {
 		return Admission{}, err
@@ -502,6 +524,17 @@ func admitGeneration(s *State, c GenerationResult) (Admission, error) {
 	b.add(KindTurnGenerationCompleted, joins, TurnGenerationCompleted{RunID: r.ID, Turn: t.N, Finish: c.Finish, ResponseID: c.ResponseID, Usage: c.Usage, ToolCalls: calls, Failure: c.Failure})
 	for i := range entries {
 		entries[i].Key, entries[i].Scope = "", ""
+	}
+	if hasKind(entries, EntryCompaction) {
+		// The provider compacted the request it was sent: its compaction
+		// material stands in for the conversation before it, which is pruned.
+		var pruned []string
+		for _, e := range s.Compactable() {
+			pruned = append(pruned, e.ID)
+		}
+		if len(pruned) > 0 {
+			b.compacted("", TriggerProvider, pruned, nil)
+		}
 	}
 	b.entries(entries, SourceModel, r.ID, joins)
 	switch {

@@ -31,6 +31,10 @@ type checkpoint struct {
 	Runs           []runState    `json:"runs"`
 	Active         string        `json:"active,omitempty"`
 	Queue          []string      `json:"queue"`
+	// Compaction and RunsSinceCompaction were added within version 1:
+	// older checkpoints decode with no pending compaction and a zero count.
+	Compaction          *PendingCompaction `json:"compaction,omitempty"`
+	RunsSinceCompaction int                `json:"runsSinceCompaction,omitempty"`
 }
 
 type runState struct {
@@ -80,6 +84,7 @@ func EncodeCheckpoint(s *State) ([]byte, error) {
 		SessionID: s.SessionID, Head: s.Head, Opened: s.Opened, Closed: s.Closed,
 		Config: s.Config, ConfigRevision: s.ConfigRevision, Revision: s.Revision,
 		Entries: s.entries, NextEntry: s.nextEntry, Active: s.Active, Queue: s.Queue,
+		Compaction: s.Compaction, RunsSinceCompaction: s.runsSinceCompaction,
 	}
 	if cp.Entries == nil {
 		cp.Entries = []Entry{}
@@ -130,6 +135,7 @@ func DecodeCheckpoint(data []byte) (*State, error) {
 	s.SessionID, s.Head, s.Opened, s.Closed = cp.SessionID, cp.Head, cp.Opened, cp.Closed
 	s.Config, s.ConfigRevision, s.Revision, s.nextEntry = cp.Config, cp.ConfigRevision, cp.Revision, cp.NextEntry
 	s.entries, s.Active, s.Queue = cp.Entries, cp.Active, cp.Queue
+	s.Compaction, s.runsSinceCompaction = cp.Compaction, cp.RunsSinceCompaction
 	if len(s.Queue) == 0 {
 		s.Queue = nil
 	}

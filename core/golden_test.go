@@ -57,6 +57,15 @@ func goldenScenario(t *testing.T) *harness {
 	h.mustAdmit(core.StartRun{AtMs: h.tick(), RunID: "r3", Input: input("one more")})
 	h.expectGenerate()
 	h.mustAdmit(core.CancelRun{AtMs: h.tick(), RunID: "r3", Reason: "user cancelled"})
+
+	h.mustAdmit(core.RequestCompaction{AtMs: h.tick(), CompactionID: "k1"})
+	w1 := h.next().Compact
+	h.mustAdmit(core.CompactionResult{AtMs: h.tick(), CompactionID: w1.CompactionID, ContextRevision: w1.ContextRevision,
+		Failure: &core.Failure{Kind: "compaction_failed", Message: "no compaction item"}})
+	h.mustAdmit(core.RequestCompaction{AtMs: h.tick(), CompactionID: "k2"})
+	w2 := h.next().Compact
+	h.mustAdmit(core.CompactionResult{AtMs: h.tick(), CompactionID: w2.CompactionID, ContextRevision: w2.ContextRevision,
+		Entries: []core.EntryInput{entryText(core.EntrySummary, "", "Acorn 2.0 notes drafted; parser fix mentioned")}, Usage: core.Usage{InputTokens: 300, OutputTokens: 20}})
 	h.mustAdmit(core.CloseSession{AtMs: h.tick(), Reason: "done"})
 	return h
 }
@@ -208,6 +217,10 @@ var payloadTypes = map[string]any{
 	core.KindContextEntriesApplied:   core.ContextEntriesApplied{},
 	core.KindContextEntriesRemoved:   core.ContextEntriesRemoved{},
 	core.KindContextKeysRemoved:      core.ContextKeysRemoved{},
+	core.KindContextCompacted:        core.ContextCompacted{},
+	core.KindCompactionRequested:     core.CompactionRequested{},
+	core.KindCompactionCompleted:     core.CompactionCompleted{},
+	core.KindCompactionFailed:        core.CompactionFailed{},
 }
 
 // Fixtures are read back without the code that wrote them: every one decodes

@@ -16,10 +16,13 @@ const (
 	IntentInvokeTools
 	// IntentClosed: the session is closed.
 	IntentClosed
+	// IntentCompact: run the compactor for Compact and submit a
+	// CompactionResult.
+	IntentCompact
 )
 
 func (k IntentKind) String() string {
-	return [...]string{"idle", "append", "generate", "invoke_tools", "closed"}[k]
+	return [...]string{"idle", "append", "generate", "invoke_tools", "closed", "compact"}[k]
 }
 
 // Intent is one piece of work the drive hands its host.
@@ -29,6 +32,7 @@ type Intent struct {
 	Proposals    []Proposal
 	Generate     *GenerateWork
 	Tools        *ToolWork
+	Compact      *CompactWork
 }
 
 // GenerateWork is a planned turn: the frozen context the request is built from.

@@ -34,6 +34,13 @@ const (
 	KindContextEntriesApplied = "context.entries_applied"
 	KindContextEntriesRemoved = "context.entries_removed"
 	KindContextKeysRemoved    = "context.keys_removed"
+	// KindContextCompacted replaces entries with their compacted account
+	// (or, for provider-triggered compaction, prunes them).
+	KindContextCompacted = "context.compacted"
+
+	KindCompactionRequested = "compaction.requested"
+	KindCompactionCompleted = "compaction.completed"
+	KindCompactionFailed    = "compaction.failed"
 )
 
 // EventVersion is the payload version every kind is written at today.

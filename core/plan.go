@@ -10,12 +10,18 @@ func plan(s *State, at int64) Intent {
 	if !s.Opened {
 		return Intent{Kind: IntentIdle}
 	}
+	if s.Compaction != nil {
+		return Intent{Kind: IntentCompact, Compact: s.PendingCompactWork()}
+	}
 	r := s.ActiveRun()
 	if r == nil {
 		if len(s.Queue) > 0 {
 			b := s.newBatch(at)
 			b.add(KindRunStarted, runJoins(s.Queue[0]), RunStarted{RunID: s.Queue[0]})
 			return appendIntent(s, b)
+		}
+		if in, ok := planAutoCompaction(s, at); ok {
+			return in
 		}
 		return Intent{Kind: IntentIdle}
 	}

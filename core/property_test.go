@@ -47,6 +47,22 @@ func (m *propModel) drawCommand(t *rapid.T) core.Command {
 	h, at := m.h, m.h.now
 	s := h.state()
 	in := m.intent()
+	if in.Kind == core.IntentCompact && rapid.IntRange(0, 4).Draw(t, "answerCompaction") > 0 {
+		w := in.Compact
+		res := core.CompactionResult{AtMs: at, CompactionID: w.CompactionID, ContextRevision: w.ContextRevision}
+		switch rapid.IntRange(0, 5).Draw(t, "compactionVariant") {
+		case 3, 4:
+			res.Failure = &core.Failure{Kind: "compaction_failed", Message: "x"}
+		case 5: // stale
+			res.ContextRevision--
+		default:
+			res.Entries = []core.EntryInput{entryText(core.EntrySummary, "", rapid.SampledFrom(texts).Draw(t, "summary"))}
+		}
+		return res
+	}
+	if in.Kind == core.IntentIdle && len(s.Compactable()) > 0 && rapid.IntRange(0, 9).Draw(t, "compactNow") == 9 {
+		return core.RequestCompaction{AtMs: at, CompactionID: "k" + itoa(int(at))}
+	}
 	switch pick := rapid.IntRange(0, 99).Draw(t, "action"); {
 	case pick < 30:
 		if in.Kind != core.IntentGenerate || rapid.IntRange(0, 9).Draw(t, "staleGeneration") == 9 {
@@ -137,13 +153,18 @@ func (m *propModel) drawCommand(t *rapid.T) core.Command {
 			}
 		}
 		return cmd
-	case pick < 98:
+	case pick < 96:
 		cfg := testConfig(rapid.SampledFrom([][]string{{"a"}, {"a", "b"}, {"b", "a"}, {}}).Draw(t, "tools")...)
 		if rapid.IntRange(0, 3).Draw(t, "otherAPI") == 3 {
 			cfg.Model.APIKind = core.APIAnthropicMessages
 		}
 		cfg.MaxTurns = rapid.IntRange(0, 4).Draw(t, "maxTurns")
+		if rapid.IntRange(0, 2).Draw(t, "compaction") == 2 {
+			cfg.Compaction = &core.Compaction{Mode: core.CompactionProviderStandalone, ThresholdTokens: int64(rapid.IntRange(0, 12).Draw(t, "threshold"))}
+		}
 		return core.ChangeConfig{AtMs: at, Config: cfg}
+	case pick < 98:
+		return core.RequestCompaction{AtMs: at, CompactionID: "k" + itoa(int(at))}
 	default:
 		return core.CloseSession{AtMs: at}
 	}

@@ -103,6 +103,36 @@ func (s *State) apply(ev Event) error {
 			return err
 		}
 		s.removeKeys(p.Keys)
+	case KindContextCompacted:
+		p, err := decode[ContextCompacted](ev)
+		if err != nil {
+			return err
+		}
+		if err := s.bumpRevision(p.BaseRevision); err != nil {
+			return err
+		}
+		return s.applyCompacted(p)
+	case KindCompactionRequested:
+		p, err := decode[CompactionRequested](ev)
+		if err != nil {
+			return err
+		}
+		if s.Compaction != nil {
+			return fmt.Errorf("compaction %s is already pending", s.Compaction.ID)
+		}
+		if p.ContextRevision != s.Revision {
+			return fmt.Errorf("compaction covers revision %d, context is at %d", p.ContextRevision, s.Revision)
+		}
+		s.Compaction = &PendingCompaction{ID: p.CompactionID, Trigger: p.Trigger, ContextRevision: p.ContextRevision, EntryIDs: p.EntryIDs}
+	case KindCompactionCompleted, KindCompactionFailed:
+		p, err := decode[CompactionCompleted](ev) // both carry the id first
+		if err != nil {
+			return err
+		}
+		if s.Compaction == nil || s.Compaction.ID != p.CompactionID {
+			return fmt.Errorf("compaction %s is not pending", p.CompactionID)
+		}
+		s.Compaction, s.runsSinceCompaction = nil, 0
 	default:
 		return s.applyRun(ev)
 	}
@@ -199,6 +229,9 @@ func (s *State) applyRun(ev Event) error {
 
 func (s *State) endRun(r *Run, status string, seq int64) {
 	r.Status, r.EndedSeq = status, seq
+	if r.Turns > 0 {
+		s.runsSinceCompaction++
+	}
 	if s.Active == r.ID {
 		s.Active = ""
 		return

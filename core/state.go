@@ -26,6 +26,12 @@ type State struct {
 	Active      string   // id of the active run, "" if none
 	Queue       []string // queued run ids, FIFO
 	submissions map[string]string
+
+	// Compaction is the pending standalone compaction, if any.
+	Compaction *PendingCompaction
+	// runsSinceCompaction counts runs that took a turn since the last
+	// compaction ended; the threshold trigger waits for one.
+	runsSinceCompaction int
 }
 
 // Run is the reducer's view of one run.

@@ -39,11 +39,12 @@ func (x *Executor) Generate(ctx context.Context, sessionID string, w core.Genera
 		return core.GenerationResult{}, fmt.Errorf("no adapter for API kind %q", w.Config.Model.APIKind)
 	}
 	out, err := adapter.Generate(ctx, x.Blobs, provider.Request{
-		SessionID: sessionID,
-		Model:     w.Config.Model,
-		Entries:   w.Entries,
-		Tools:     x.Tools.Definitions(w.Config.Tools),
-		Params:    w.Config.ProviderParams,
+		SessionID:  sessionID,
+		Model:      w.Config.Model,
+		Entries:    w.Entries,
+		Tools:      x.Tools.Definitions(w.Config.Tools),
+		Params:     w.Config.ProviderParams,
+		Compaction: w.Config.Compaction,
 	})
 	if err != nil {
 		return core.GenerationResult{}, err

@@ -304,6 +304,9 @@ func (c conversation) body(model string, p params, tools []provider.Tool) ([]byt
 		return nil, fmt.Errorf("anthropic: request has no messages (the context holds only instructions)")
 	}
 	plan := placeMarkers(c, len(tools))
+	if p.uncached {
+		plan = markPlan{system: -1, tool: -1, msgs: [2][2]int{{-1, -1}, {-1, -1}}}
+	}
 	marker := cacheControl(p.cacheTTL)
 
 	var buf bytes.Buffer

@@ -79,6 +79,9 @@ type params struct {
 	cacheTTL       string
 	serviceTier    string
 	extra          []rawjson.Member
+	// uncached: place no cache markers (set by Compact, whose one-off
+	// request no later request shares a prefix with). Never parsed.
+	uncached bool
 }
 
 func (p params) effectiveMaxTokens() int64 {

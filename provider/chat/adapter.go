@@ -58,13 +58,18 @@ func (a *Adapter) Generate(ctx context.Context, blobs blob.Store, req provider.R
 	}
 	out, err := Decode(ctx, blobs, resp)
 	if err != nil {
-		var de *DecodeError
-		if errors.As(err, &de) {
-			// The provider answered 2xx with something that is not a
-			// completion; resending the same request will not fix it.
-			return provider.Output{}, &provider.Error{Status: http.StatusOK, Message: httpx.Redact(de.Error(), ep)}
-		}
-		return provider.Output{}, err // storing failed: not the provider's fault
+		return provider.Output{}, decodeFailure(err, ep)
 	}
 	return out, nil
+}
+
+// decodeFailure: a 2xx body that is not a completion is a terminal provider
+// error (resending the same request will not fix it); anything else (storing
+// failed) is not the provider's fault and passes through.
+func decodeFailure(err error, ep endpoint.Endpoint) error {
+	var de *DecodeError
+	if errors.As(err, &de) {
+		return &provider.Error{Status: http.StatusOK, Message: httpx.Redact(de.Error(), ep)}
+	}
+	return err
 }

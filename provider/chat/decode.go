@@ -58,55 +58,61 @@ func (c *count) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Decode stores one non-streaming Chat Completions response body in blobs and
-// returns its entries and facts. See the package comment for the blob formats.
-func Decode(ctx context.Context, blobs blob.Store, body []byte) (provider.Output, error) {
+// completion is a parsed response: its facts and choices[0].message split
+// into the members kept together as the message blob, the reasoning member
+// (nil when none) and the raw tool_calls value (nil when none).
+type completion struct {
+	id, finish string
+	usage      core.Usage
+	kept       []rawjson.Member
+	reasoning  *rawjson.Member
+	toolCalls  []byte
+}
+
+// parseCompletion reads a response body's facts and splits its first choice's
+// message; nothing is stored.
+func parseCompletion(body []byte) (completion, error) {
 	var env envelope
 	if err := json.Unmarshal(body, &env); err != nil {
-		return provider.Output{}, &DecodeError{API: "chat", Reason: "invalid response envelope", Err: err}
+		return completion{}, &DecodeError{API: "chat", Reason: "invalid response envelope", Err: err}
 	}
 	if len(env.Choices) == 0 {
-		return provider.Output{}, &DecodeError{API: "chat", Reason: "response has no choices"}
+		return completion{}, &DecodeError{API: "chat", Reason: "response has no choices"}
 	}
 	choice := env.Choices[0]
 	msg, err := rawjson.ObjectMembers(choice.Message)
 	if err != nil {
-		return provider.Output{}, &DecodeError{API: "chat", Reason: "choices[0].message", Err: err}
+		return completion{}, &DecodeError{API: "chat", Reason: "choices[0].message", Err: err}
 	}
 
-	out := provider.Output{ResponseID: env.ID}
+	c := completion{id: env.ID}
 	if choice.FinishReason != nil {
-		out.Finish = *choice.FinishReason
+		c.finish = *choice.FinishReason
 	}
 	if u := env.Usage; u != nil {
-		out.Usage = core.Usage{InputTokens: int64(u.PromptTokens), OutputTokens: int64(u.CompletionTokens)}
+		c.usage = core.Usage{InputTokens: int64(u.PromptTokens), OutputTokens: int64(u.CompletionTokens)}
 		if u.PromptDetails != nil {
-			out.Usage.CachedInputTokens = int64(u.PromptDetails.CachedTokens)
+			c.usage.CachedInputTokens = int64(u.PromptDetails.CachedTokens)
 		}
-		if out.Usage.CachedInputTokens == 0 {
-			out.Usage.CachedInputTokens = int64(u.PromptCacheHit)
+		if c.usage.CachedInputTokens == 0 {
+			c.usage.CachedInputTokens = int64(u.PromptCacheHit)
 		}
 		if u.CompletionDetails != nil {
-			out.Usage.ReasoningTokens = int64(u.CompletionDetails.ReasoningTokens)
+			c.usage.ReasoningTokens = int64(u.CompletionDetails.ReasoningTokens)
 		}
 	}
 
 	// Split the message: reasoning and tool calls become their own entries,
 	// everything else stays together as the message blob.
-	var (
-		kept          []rawjson.Member
-		reasoning     *rawjson.Member
-		toolCallsJSON []byte
-	)
 	for i := range msg {
 		m := msg[i]
 		switch m.Name {
 		case "tool_calls":
-			toolCallsJSON = m.Value
+			c.toolCalls = m.Value
 			continue
 		case fieldReasoningContent, fieldReasoning:
-			if s, ok := rawjson.String(m.Value); ok && s != "" && reasoning == nil {
-				reasoning = &msg[i]
+			if s, ok := rawjson.String(m.Value); ok && s != "" && c.reasoning == nil {
+				c.reasoning = &msg[i]
 				continue
 			}
 			if rawjson.IsNull(m.Value) || string(m.Value) == `""` {
@@ -115,8 +121,20 @@ func Decode(ctx context.Context, blobs blob.Store, body []byte) (provider.Output
 			// A second or non-string reasoning value stays in the message blob:
 			// unexpected material is kept, not thrown away.
 		}
-		kept = append(kept, m)
+		c.kept = append(c.kept, m)
 	}
+	return c, nil
+}
+
+// Decode stores one non-streaming Chat Completions response body in blobs and
+// returns its entries and facts. See the package comment for the blob formats.
+func Decode(ctx context.Context, blobs blob.Store, body []byte) (provider.Output, error) {
+	c, err := parseCompletion(body)
+	if err != nil {
+		return provider.Output{}, err
+	}
+	out := provider.Output{ResponseID: c.id, Finish: c.finish, Usage: c.usage}
+	kept, reasoning, toolCallsJSON := c.kept, c.reasoning, c.toolCalls
 
 	if reasoning != nil {
 		var buf bytes.Buffer

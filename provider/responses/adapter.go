@@ -23,7 +23,10 @@ type Adapter struct {
 	now      func() time.Time // reads Retry-After dates; replaced in tests
 }
 
-var _ provider.Adapter = (*Adapter)(nil)
+var (
+	_ provider.Adapter   = (*Adapter)(nil)
+	_ provider.Compactor = (*Adapter)(nil)
+)
 
 // New returns an adapter. client nil means a plain &http.Client{}; pass one
 // with a replay.Transport to run the live code path against a cassette.
@@ -64,7 +67,7 @@ func (a *Adapter) Generate(ctx context.Context, blobs blob.Store, req provider.R
 	if err != nil {
 		return provider.Output{}, fmt.Errorf("responses: %w", err)
 	}
-	resp, err := a.post(ctx, ep, body)
+	resp, err := a.post(ctx, ep, responsesPath, body)
 	if err != nil {
 		return provider.Output{}, err
 	}

@@ -39,6 +39,23 @@ type envelope struct {
 	} `json:"usage"`
 }
 
+// usage maps the body's usage object; absent members are 0.
+func (env *envelope) usage() core.Usage {
+	u := env.Usage
+	if u == nil {
+		return core.Usage{}
+	}
+	out := core.Usage{InputTokens: int64(u.InputTokens), OutputTokens: int64(u.OutputTokens)}
+	if d := u.InputTokensDetails; d != nil {
+		out.CachedInputTokens = int64(d.CachedTokens)
+		out.CacheWriteTokens = int64(d.CacheWriteTokens)
+	}
+	if d := u.OutputTokensDetails; d != nil {
+		out.ReasoningTokens = int64(d.ReasoningTokens)
+	}
+	return out
+}
+
 // count is a token count that tolerates null and a float spelling ("12.0"):
 // compatible servers are not all careful about either, and a usage figure is
 // not worth failing a generation over.
@@ -74,22 +91,9 @@ const (
 // Finish is the response's `status` ("completed", …), or "incomplete:<reason>"
 // when incomplete_details names a reason.
 func Decode(ctx context.Context, blobs blob.Store, body []byte) (provider.Output, error) {
-	var env envelope
-	if err := json.Unmarshal(body, &env); err != nil {
-		return provider.Output{}, &DecodeError{API: "responses", Reason: "invalid response envelope", Err: err}
-	}
-	top, err := rawjson.ObjectMembers(body)
+	env, items, err := splitBody(body)
 	if err != nil {
-		return provider.Output{}, &DecodeError{API: "responses", Reason: "invalid response envelope", Err: err}
-	}
-	outputJSON := rawjson.Lookup(top, "output")
-	if len(outputJSON) == 0 || outputJSON[0] != '[' {
-		// Error bodies sent with 200 by some gateways land here.
-		return provider.Output{}, &DecodeError{API: "responses", Reason: "response has no output array"}
-	}
-	items, err := rawjson.ArrayElements(outputJSON)
-	if err != nil {
-		return provider.Output{}, &DecodeError{API: "responses", Reason: "output", Err: err}
+		return provider.Output{}, err
 	}
 
 	out := provider.Output{ResponseID: env.ID, Finish: env.Status}
@@ -100,16 +104,7 @@ func Decode(ctx context.Context, blobs blob.Store, body []byte) (provider.Output
 	if env.Status == statusIncomplete && reason != "" {
 		out.Finish = statusIncomplete + ":" + reason
 	}
-	if u := env.Usage; u != nil {
-		out.Usage = core.Usage{InputTokens: int64(u.InputTokens), OutputTokens: int64(u.OutputTokens)}
-		if d := u.InputTokensDetails; d != nil {
-			out.Usage.CachedInputTokens = int64(d.CachedTokens)
-			out.Usage.CacheWriteTokens = int64(d.CacheWriteTokens)
-		}
-		if d := u.OutputTokensDetails; d != nil {
-			out.Usage.ReasoningTokens = int64(d.ReasoningTokens)
-		}
-	}
+	out.Usage = env.usage()
 
 	var refusal string
 	for i, raw := range items {
@@ -143,6 +138,30 @@ func Decode(ctx context.Context, blobs blob.Store, body []byte) (provider.Output
 		out.Failure = &core.Failure{Kind: FailureCancelled, Message: "the provider cancelled the response"}
 	}
 	return out, nil
+}
+
+// splitBody reads the facts of a response body (a generation's response
+// object or the compact endpoint's compaction object: both carry `output`
+// and `usage`) and returns its output items as raw bytes.
+func splitBody(body []byte) (*envelope, [][]byte, error) {
+	var env envelope
+	if err := json.Unmarshal(body, &env); err != nil {
+		return nil, nil, &DecodeError{API: "responses", Reason: "invalid response envelope", Err: err}
+	}
+	top, err := rawjson.ObjectMembers(body)
+	if err != nil {
+		return nil, nil, &DecodeError{API: "responses", Reason: "invalid response envelope", Err: err}
+	}
+	outputJSON := rawjson.Lookup(top, "output")
+	if len(outputJSON) == 0 || outputJSON[0] != '[' {
+		// Error bodies sent with 200 by some gateways land here.
+		return nil, nil, &DecodeError{API: "responses", Reason: "response has no output array"}
+	}
+	items, err := rawjson.ArrayElements(outputJSON)
+	if err != nil {
+		return nil, nil, &DecodeError{API: "responses", Reason: "output", Err: err}
+	}
+	return &env, items, nil
 }
 
 func incompleteFailure(reason string) *core.Failure {
@@ -245,8 +264,15 @@ func decodeItem(ctx context.Context, blobs blob.Store, raw []byte) (core.EntryIn
 		e, err := putItem(ctx, blobs, raw, core.EntryReasoning, core.RoleAssistant, reasoningText(ms))
 		return e, nil, "", err
 
+	case itemCompaction:
+		// Opaque material that stands in for the conversation before it
+		// (encrypted_content); replayed byte for byte, never interpreted.
+		// It is no one's utterance, so it has no role.
+		e, err := putItem(ctx, blobs, raw, core.EntryCompaction, "", compactionPreview(ms))
+		return e, nil, "", err
+
 	default:
-		// compaction, web_search_call, file_search_call, … and types added
+		// web_search_call, file_search_call, … and types added
 		// after this was written: kept whole and replayed, never interpreted.
 		// The model produced them, hence the assistant role.
 		e, err := putItem(ctx, blobs, raw, core.EntryProviderOpaque, core.RoleAssistant, typ)

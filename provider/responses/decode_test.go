@@ -147,7 +147,7 @@ func TestDecodeItemKinds(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []struct{ kind, role, preview string }{
-		{core.EntryProviderOpaque, core.RoleAssistant, "compaction"},
+		{core.EntryCompaction, "", "compaction (15 bytes of encrypted context)"},
 		{core.EntryMessage, core.RoleUser, "kept user turn"},
 		{core.EntryProviderOpaque, "", "message (developer)"},
 		{core.EntryProviderOpaque, core.RoleAssistant, "image_generation_call"},

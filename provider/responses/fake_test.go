@@ -23,6 +23,7 @@ type fakeResponses struct {
 
 	mu      sync.Mutex
 	bodies  [][]byte
+	paths   []string // request paths, in order (/v1/responses or /v1/responses/compact)
 	headers []http.Header
 	replies []reply
 }
@@ -36,7 +37,7 @@ type reply struct {
 func (f *fakeResponses) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if r.Method != http.MethodPost || r.URL.Path != "/v1/responses" {
+	if r.Method != http.MethodPost || (r.URL.Path != "/v1/responses" && r.URL.Path != "/v1/responses/compact") {
 		http.Error(w, "unexpected "+r.Method+" "+r.URL.Path, http.StatusNotFound)
 		return
 	}
@@ -52,6 +53,7 @@ func (f *fakeResponses) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	body, _ := io.ReadAll(r.Body)
 	f.bodies = append(f.bodies, body)
+	f.paths = append(f.paths, r.URL.Path)
 	f.headers = append(f.headers, r.Header.Clone())
 	var req struct {
 		Model string            `json:"model"`
@@ -96,6 +98,12 @@ func (f *fakeResponses) requests() [][]byte {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([][]byte(nil), f.bodies...)
+}
+
+func (f *fakeResponses) requestPaths() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.paths...)
 }
 
 func (f *fakeResponses) start(t *testing.T) endpoint.Endpoint {

@@ -19,9 +19,10 @@ type LowerOptions struct {
 	// Compaction marks a request built for a compaction call. Such a request
 	// never carries prompt_cache_key: its material differs from the session's
 	// generation requests, and sending it under the session's key would only
-	// compete with the generation prefix for the cache the key routes to.
-	// Compaction is not implemented yet; this is the seam it will use (the
-	// compact endpoint's body is otherwise the compaction adapter's business).
+	// compete with the generation prefix for the cache the key routes to. Nor
+	// does it carry context_management: a compaction call does not ask for
+	// compaction. (The standalone compact endpoint's body is built by
+	// LowerCompact, which follows the same rule.)
 	Compaction bool
 }
 
@@ -46,7 +47,12 @@ func (e *UnsupportedEntryError) Error() string {
 //
 //	{"model", "instructions"?, "tools"?, "input", "include"?, "store",
 //	 "prompt_cache_key"?, "temperature"?, "top_p"?, "max_output_tokens"?,
-//	 "reasoning"?, "service_tier"?, "parallel_tool_calls"?, <extra…>}
+//	 "reasoning"?, "service_tier"?, "parallel_tool_calls"?,
+//	 "context_management"?, <extra…>}
+//
+// context_management is present only when req.Compaction has mode
+// provider_triggered (see contextManagement); its bytes depend on the policy
+// alone, so they are the same on every turn of a session.
 //
 // The members that stay the same from turn to turn (instructions, tools) come
 // before `input`, so the body's byte prefix follows the order in which the
@@ -94,13 +100,18 @@ func Lower(ctx context.Context, blobs blob.Store, req provider.Request, opts Low
 	buf.WriteString(`,"input":[`)
 	buf.Write(bytes.Join(items, []byte(",")))
 	buf.WriteByte(']')
-	p.write(&buf, provider.PromptCacheKey(req.SessionID), opts)
+	var cm []byte
+	if !opts.Compaction {
+		cm = contextManagement(req.Compaction)
+	}
+	p.write(&buf, provider.PromptCacheKey(req.SessionID), cm, opts)
 	buf.WriteByte('}')
 	return buf.Bytes(), nil
 }
 
-// write appends the parameter members of the body.
-func (p params) write(buf *bytes.Buffer, cacheKey string, opts LowerOptions) {
+// write appends the parameter members of the body; contextMgmt, when not
+// nil, is the context_management value.
+func (p params) write(buf *bytes.Buffer, cacheKey string, contextMgmt []byte, opts LowerOptions) {
 	include := p.include
 	if include == nil {
 		include = defaultInclude
@@ -154,7 +165,16 @@ func (p params) write(buf *bytes.Buffer, cacheKey string, opts LowerOptions) {
 	if p.parallelToolCalls != nil {
 		buf.WriteString(`,"parallel_tool_calls":` + strconv.FormatBool(*p.parallelToolCalls))
 	}
+	if contextMgmt != nil {
+		buf.WriteString(`,"context_management":`)
+		buf.Write(contextMgmt)
+	}
 	for _, m := range p.extra {
+		if contextMgmt != nil && m.Name == "context_management" {
+			// The session's compaction policy decides; a second member of
+			// the same name would make the body ambiguous.
+			continue
+		}
 		buf.WriteByte(',')
 		buf.Write(m.RawName)
 		buf.WriteByte(':')
@@ -303,9 +323,9 @@ func lowerPlain(e core.Entry, load func(core.Entry) ([]byte, error)) ([]byte, er
 		rawjson.WriteString(&b, text)
 		b.WriteByte('}')
 	default:
-		// tool_call, reasoning and provider_opaque entries only exist as
-		// native items; without a Responses provider kind they came from
-		// somewhere this API cannot replay.
+		// tool_call, reasoning, compaction and provider_opaque entries only
+		// exist as native items; without a Responses provider kind they came
+		// from somewhere this API cannot replay.
 		return nil, &UnsupportedEntryError{e.ID, e.Kind, "no Responses form for this kind without a native item"}
 	}
 	return b.Bytes(), nil

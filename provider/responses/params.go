@@ -105,7 +105,10 @@ type params struct {
 // Every field but version is optional, and null means unset. Unknown fields
 // (names match exactly, case included), wrong types and out-of-range values
 // are rejected with a *ParamsError. `extra` may not set a field the adapter
-// builds from the session or that has a typed field here.
+// builds from the session or that has a typed field here. It may set
+// context_management, which stays as it was before compaction policies
+// existed; when the session's compaction policy has mode provider_triggered,
+// the policy's context_management is sent instead of extra's.
 func ValidateParams(raw json.RawMessage) error {
 	_, err := parseParams(raw)
 	return err

@@ -8,11 +8,17 @@ import (
 	"github.com/cairn-agents/cairn/provider/httpx"
 )
 
-const responsesPath = "/responses"
+// Paths under the endpoint's base URL.
+const (
+	responsesPath = "/responses"
+	compactPath   = "/responses/compact" // standalone compaction; see compact.go
+)
 
-// post sends body and returns the 2xx response body, or a classified error.
-func (a *Adapter) post(ctx context.Context, ep endpoint.Endpoint, body []byte) ([]byte, error) {
-	data, err := httpx.Post(ctx, httpx.Call{Client: a.client, Endpoint: ep, Path: responsesPath, Body: body,
+// post sends body to path and returns the 2xx response body, or a classified
+// error. Generation and compaction share it: the same authentication, headers
+// and error classification.
+func (a *Adapter) post(ctx context.Context, ep endpoint.Endpoint, path string, body []byte) ([]byte, error) {
+	data, err := httpx.Post(ctx, httpx.Call{Client: a.client, Endpoint: ep, Path: path, Body: body,
 		Headers: httpx.Bearer(ep.APIKey), Now: a.now, Classify: httpx.OpenAIQuota})
 	if err != nil && ctx.Err() != nil {
 		return nil, fmt.Errorf("responses: %w", ctx.Err())

@@ -70,6 +70,9 @@ func (h *Host) Submit(ctx context.Context, sessionID string, cmd core.Command) (
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := h.awaitCompaction(ctx, s, cmd); err != nil {
+		return core.Admission{}, err
+	}
 	if _, ok := cmd.(core.StartRun); ok {
 		if err := h.refresh(ctx, s); err != nil {
 			return core.Admission{}, err
@@ -81,6 +84,35 @@ func (h *Host) Submit(ctx context.Context, sessionID string, cmd core.Command) (
 	}
 	h.pump(s)
 	return adm, nil
+}
+
+// awaitCompaction holds a command that pending compaction gates (runs and
+// context edits) until the compaction has finished, instead of failing it.
+// The caller holds s.mu; it is released while waiting.
+func (h *Host) awaitCompaction(ctx context.Context, s *session, cmd core.Command) error {
+	switch cmd.(type) {
+	case core.Steer, core.CancelRun, core.GenerationResult, core.ToolResult, core.CompactionResult:
+		return nil
+	}
+	for {
+		h.flush(s) // an automatic compaction may be due
+		if s.drive.State().Compaction == nil {
+			return nil
+		}
+		h.pump(s) // make sure it runs
+		changed := s.changed
+		s.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			s.mu.Lock()
+			return ctx.Err()
+		case <-h.ctx.Done():
+			s.mu.Lock()
+			return ErrHostClosed
+		}
+		s.mu.Lock()
+	}
 }
 
 // refresh brings the material derived from the session's linked files

@@ -32,6 +32,9 @@ func (h *Host) pump(s *session) {
 				h.dispatchTool(s, in.Tools.RunID, in.Tools.Turn, c)
 			}
 			return
+		case core.IntentCompact:
+			h.dispatchCompact(s, *in.Compact)
+			return
 		default:
 			return
 		}
@@ -67,7 +70,7 @@ func (h *Host) dispatchGenerate(s *session, w core.GenerateWork) {
 	go func() {
 		defer h.work.Done()
 		defer cancel()
-		res, err := h.generateWithRetry(ctx, s.id, w)
+		res, err := withRetry(h, ctx, s.id, func() (core.GenerationResult, error) { return h.opt.Executor.Generate(ctx, s.id, w) })
 		if ctx.Err() != nil {
 			return // cancelled: the result is discarded
 		}
@@ -79,14 +82,14 @@ func (h *Host) dispatchGenerate(s *session, w core.GenerateWork) {
 	}()
 }
 
-// generateWithRetry makes one provider attempt per try, retrying retryable
-// provider errors with exponential backoff, honouring Retry-After.
-func (h *Host) generateWithRetry(ctx context.Context, sessionID string, w core.GenerateWork) (core.GenerationResult, error) {
+// withRetry makes one provider attempt per try, retrying retryable provider
+// errors with exponential backoff, honouring Retry-After.
+func withRetry[T any](h *Host, ctx context.Context, sessionID string, attempt func() (T, error)) (T, error) {
 	delay := h.opt.Retry.BaseDelay
-	for attempt := 1; ; attempt++ {
-		res, err := h.opt.Executor.Generate(ctx, sessionID, w)
+	for n := 1; ; n++ {
+		res, err := attempt()
 		var pe *provider.Error
-		if err == nil || !errors.As(err, &pe) || !pe.Retryable || attempt >= h.opt.Retry.MaxAttempts {
+		if err == nil || !errors.As(err, &pe) || !pe.Retryable || n >= h.opt.Retry.MaxAttempts {
 			return res, err
 		}
 		wait := delay
@@ -94,7 +97,7 @@ func (h *Host) generateWithRetry(ctx context.Context, sessionID string, w core.G
 			wait = pe.RetryAfter
 		}
 		wait = min(wait, h.opt.Retry.MaxDelay)
-		h.opt.Logger.Info("retrying generation", "session", sessionID, "run", w.RunID, "attempt", attempt, "wait", wait, "err", err)
+		h.opt.Logger.Info("retrying provider call", "session", sessionID, "attempt", n, "wait", wait, "err", err)
 		select {
 		case <-ctx.Done():
 			return res, ctx.Err()
@@ -102,6 +105,32 @@ func (h *Host) generateWithRetry(ctx context.Context, sessionID string, w core.G
 		}
 		delay = min(delay*2, h.opt.Retry.MaxDelay)
 	}
+}
+
+// dispatchCompact runs the pending standalone compaction. A failure the
+// host does not retry is admitted as a failed compaction: the original
+// entries stay and held commands proceed.
+func (h *Host) dispatchCompact(s *session, w core.CompactWork) {
+	key := "compact/" + w.CompactionID
+	if s.inflight[key] != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(h.ctx)
+	s.inflight[key] = &flight{compactionID: w.CompactionID, cancel: cancel}
+	h.work.Add(1)
+	go func() {
+		defer h.work.Done()
+		defer cancel()
+		res, err := withRetry(h, ctx, s.id, func() (core.CompactionResult, error) { return h.opt.Executor.Compact(ctx, s.id, w) })
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			h.opt.Logger.Warn("compaction failed", "session", s.id, "compaction", w.CompactionID, "err", err)
+			res = runtime.FailedCompaction(w, err)
+		}
+		h.deliver(s, key, res)
+	}()
 }
 
 func (h *Host) dispatchTool(s *session, runID string, turn int, call core.ToolCall) {
@@ -154,6 +183,9 @@ func withTime(cmd core.Command, at int64) core.Command {
 		c.AtMs = at
 		return c
 	case core.ToolResult:
+		c.AtMs = at
+		return c
+	case core.CompactionResult:
 		c.AtMs = at
 		return c
 	}

@@ -22,10 +22,11 @@ type session struct {
 
 // flight is one dispatched generation or tool call.
 type flight struct {
-	runID  string
-	turn   int
-	callID string // "" for a generation
-	cancel context.CancelFunc
+	runID        string
+	turn         int
+	callID       string // "" for a generation
+	compactionID string // set for a compaction, and nothing else is
+	cancel       context.CancelFunc
 }
 
 const readPage = 1000
@@ -102,6 +103,13 @@ func (h *Host) commit(s *session, in core.Intent) error {
 func (h *Host) cancelStale(s *session) {
 	st := s.drive.State()
 	for key, f := range s.inflight {
+		if f.compactionID != "" {
+			if st.Compaction == nil || st.Compaction.ID != f.compactionID {
+				f.cancel()
+				delete(s.inflight, key)
+			}
+			continue
+		}
 		r := st.ActiveRun()
 		open := r != nil && r.ID == f.runID && r.Turn != nil && r.Turn.N == f.turn && !r.Turn.Completed
 		if open && f.callID != "" {

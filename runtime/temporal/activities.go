@@ -176,6 +176,45 @@ func (a *Activities) Generate(ctx context.Context, in GenerateIn) (core.Generati
 	return core.GenerationResult{}, err // a runtime hiccup (store, network to CAS): retried
 }
 
+// Compact runs the compactor on a pending compaction. Retryable provider
+// errors fail the attempt (Temporal retries); a terminal one completes the
+// activity with a failed result, so the compaction fails and the entries stay.
+func (a *Activities) Compact(ctx context.Context, in CompactIn) (core.CompactionResult, error) {
+	st, err := a.store(ctx, in.Universe)
+	if err != nil {
+		return core.CompactionResult{}, err
+	}
+	var w core.CompactWork
+	err = a.cache.with(ctx, st, in.Universe, in.SessionID, in.Head, func(s *core.State) error {
+		p := s.Compaction
+		if p == nil || p.ID != in.CompactionID || p.ContextRevision != in.ContextRevision {
+			return fmt.Errorf("compaction %s is not pending at seq %d", in.CompactionID, in.Head)
+		}
+		w = *s.PendingCompactWork()
+		return nil
+	})
+	if err != nil {
+		return core.CompactionResult{}, temporal.NewNonRetryableApplicationError(err.Error(), "stale_work", err)
+	}
+	stop := heartbeat(ctx)
+	defer stop()
+	x := &runtime.Executor{Blobs: st, Adapters: a.Adapters, Tools: a.Tools, Files: st}
+	res, err := x.Compact(ctx, in.SessionID, w)
+	var pe *provider.Error
+	switch {
+	case err == nil:
+		return res, nil
+	case ctx.Err() != nil:
+		return core.CompactionResult{}, ctx.Err()
+	case errors.As(err, &pe) && pe.Retryable:
+		return core.CompactionResult{}, temporal.NewApplicationErrorWithOptions(pe.Error(), errRetryableProvider,
+			temporal.ApplicationErrorOptions{NextRetryDelay: pe.RetryAfter})
+	case errors.As(err, &pe), errors.Is(err, endpoint.ErrMissingKey), errors.Is(err, endpoint.ErrUnknownProvider), errors.Is(err, endpoint.ErrConfig):
+		return runtime.FailedCompaction(w, err), nil
+	}
+	return core.CompactionResult{}, err
+}
+
 // Refresh derives the material of a session's linked files (instructions,
 // skill catalog, agent menu), stores it and returns entries pointing at it.
 // A link to a workspace or snapshot the universe lacks is a typed rejection.

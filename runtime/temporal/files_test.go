@@ -104,15 +104,22 @@ func TestTemporal_RefreshBoundaryAndVFSTools(t *testing.T) {
 	}
 }
 
-// A link whose workspace is gone is a typed rejection of the run, and
-// nothing is admitted.
-func TestTemporal_RefreshOfAMissingWorkspaceRejectsTheRun(t *testing.T) {
+// A snapshot link whose manifest was never recorded as a snapshot is a
+// typed rejection of the run (the blob exists, so the session could open).
+func TestTemporal_RefreshOfAnUnrecordedSnapshotRejectsTheRun(t *testing.T) {
 	e := newEnv(t, &script{fn: func(ctx context.Context, _ int, b blob.Store, _ provider.Request) (provider.Output, error) {
 		return answer(ctx, b, "ok")
 	}}, temporal.SessionArgs{})
-	e.workspace("acorn", map[string]string{"a.md": "a"})
+	m, err := vfs.Build(context.Background(), e.st, map[string][]byte{"a.md": []byte("a")}, vfs.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := vfs.WriteManifest(context.Background(), e.st, e.st, m)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg := core.SessionConfig{Model: core.ModelSelection{ProviderID: "test", APIKind: core.APIChatCompletions, Model: "m"},
-		Links: []core.Link{{Mount: "/work", Workspace: "acorn"}, {Mount: "/ref", Snapshot: "sha256:" + strings.Repeat("0", 64)}}}
+		Links: []core.Link{{Mount: "/ref", Snapshot: ref.Digest.String()}}}
 	if _, err := e.gw.CreateSession(context.Background(), "s1", cfg, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -124,5 +131,8 @@ func TestTemporal_RefreshOfAMissingWorkspaceRejectsTheRun(t *testing.T) {
 	var rej *core.Rejection
 	if !errors.As(err, &rej) || rej.Kind != core.RejectUnknownReference {
 		t.Fatalf("submit: %v, want an unknown_reference rejection", err)
+	}
+	if n := e.kinds("s1")[core.KindRunAccepted]; n != 0 {
+		t.Fatalf("%d runs accepted", n)
 	}
 }

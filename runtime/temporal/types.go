@@ -134,6 +134,16 @@ type RefreshOut struct {
 	Entries []core.EntryInput `json:"entries,omitempty"`
 }
 
+// CompactIn names a pending compaction; the activity rebuilds its entries
+// from the log at Head, so no conversation crosses into history.
+type CompactIn struct {
+	Universe        string `json:"universe"`
+	SessionID       string `json:"sessionId"`
+	Head            int64  `json:"head"`
+	CompactionID    string `json:"compactionId"`
+	ContextRevision int64  `json:"contextRevision"`
+}
+
 // RehydrateIn names the session whose state to rebuild.
 type RehydrateIn struct {
 	Universe  string `json:"universe"`

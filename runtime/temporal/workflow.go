@@ -31,6 +31,7 @@ type session struct {
 type flight struct {
 	runID, callID string
 	turn          int
+	compactionID  string // set for a compaction, and nothing else is
 	cancel        workflow.CancelFunc
 }
 
@@ -127,6 +128,9 @@ func (s *session) pump(ctx workflow.Context) {
 				s.dispatchTool(ctx, in.Tools.RunID, in.Tools.Turn, c)
 			}
 			return
+		case core.IntentCompact:
+			s.dispatchCompact(ctx, *in.Compact)
+			return
 		default:
 			return
 		}
@@ -187,6 +191,13 @@ func (s *session) admitAndCommit(ctx workflow.Context, cmd core.Command) (core.A
 func (s *session) cancelStale() {
 	st := s.drive.State()
 	for key, f := range s.inflight {
+		if f.compactionID != "" {
+			if st.Compaction == nil || st.Compaction.ID != f.compactionID {
+				f.cancel()
+				delete(s.inflight, key)
+			}
+			continue
+		}
 		r := st.ActiveRun()
 		open := r != nil && r.ID == f.runID && r.Turn != nil && r.Turn.N == f.turn && !r.Turn.Completed
 		if open && f.callID != "" {
@@ -235,6 +246,31 @@ func failedGeneration(w core.GenerateWork, err error) core.GenerationResult {
 	return core.GenerationResult{RunID: w.RunID, Turn: w.Turn, Finish: "error", Failure: &f}
 }
 
+// dispatchCompact runs the pending standalone compaction as an activity;
+// when its attempts run out the compaction fails and every entry stays.
+func (s *session) dispatchCompact(ctx workflow.Context, w core.CompactWork) {
+	key := "compact/" + w.CompactionID
+	if _, busy := s.inflight[key]; busy {
+		return
+	}
+	actCtx, cancel := workflow.WithCancel(s.longActivity(ctx, 5))
+	s.inflight[key] = flight{compactionID: w.CompactionID, cancel: cancel}
+	in := CompactIn{Universe: s.args.Universe, SessionID: s.args.SessionID, Head: s.drive.State().Head,
+		CompactionID: w.CompactionID, ContextRevision: w.ContextRevision}
+	workflow.Go(ctx, func(gctx workflow.Context) {
+		var res core.CompactionResult
+		if err := workflow.ExecuteActivity(actCtx, "Compact", in).Get(gctx, &res); err != nil {
+			f := core.Failure{Kind: core.FailureCompaction, Message: "the compaction call failed at the runtime boundary"}
+			var appErr *temporal.ApplicationError
+			if errors.As(err, &appErr) && appErr.Type() == errRetryableProvider {
+				f.Message = appErr.Message()
+			}
+			res = core.CompactionResult{CompactionID: w.CompactionID, ContextRevision: w.ContextRevision, Failure: &f}
+		}
+		s.deliver(gctx, key, res)
+	})
+}
+
 func (s *session) dispatchTool(ctx workflow.Context, runID string, turn int, call core.ToolCall) {
 	key := flightKey(runID, turn, call.CallID)
 	if _, busy := s.inflight[key]; busy {
@@ -272,6 +308,9 @@ func (s *session) deliver(ctx workflow.Context, key string, cmd core.Command) {
 	case core.ToolResult:
 		c.AtMs = nowMs(ctx)
 		cmd = c
+	case core.CompactionResult:
+		c.AtMs = nowMs(ctx)
+		cmd = c
 	}
 	if _, err := s.admitAndCommit(ctx, cmd); err != nil {
 		workflow.GetLogger(ctx).Info("result not admitted", "work", key, "error", err)
@@ -299,7 +338,7 @@ func (s *session) submit(ctx workflow.Context, cmd Command) (SubmitResult, error
 	if err := workflow.Await(ctx, func() bool { return s.drive != nil }); err != nil {
 		return SubmitResult{}, err
 	}
-	if err := s.mu.Lock(ctx); err != nil {
+	if err := s.lockAfterCompaction(ctx, c); err != nil {
 		return SubmitResult{}, err
 	}
 	defer s.mu.Unlock()
@@ -314,6 +353,30 @@ func (s *session) submit(ctx workflow.Context, cmd Command) (SubmitResult, error
 	}
 	s.dirty = true
 	return SubmitResult{RunID: adm.RunID, Status: adm.Status, Duplicate: adm.Duplicate, Revision: adm.Revision, EntryIDs: adm.EntryIDs}, nil
+}
+
+// lockAfterCompaction takes s.mu once no standalone compaction is pending:
+// runs and context edits wait for it instead of being rejected. Steering
+// and cancellation never wait.
+func (s *session) lockAfterCompaction(ctx workflow.Context, c core.Command) error {
+	for {
+		if err := s.mu.Lock(ctx); err != nil {
+			return err
+		}
+		switch c.(type) {
+		case core.Steer, core.CancelRun:
+			return nil
+		}
+		s.flush(ctx) // an automatic compaction may be due
+		if s.drive.State().Compaction == nil {
+			return nil
+		}
+		s.dirty = true // the main loop dispatches it
+		s.mu.Unlock()
+		if err := workflow.Await(ctx, func() bool { return s.drive.State().Compaction == nil }); err != nil {
+			return err
+		}
+	}
 }
 
 // versionRefresh marks workflow code that refreshes linked-file material
