@@ -42,6 +42,10 @@ type fakeModel struct {
 	arrived   chan int      // call number, sent when a call starts
 	release   chan struct{} // one send lets one held call answer
 	cancelled chan int      // call number, sent when a held call's context ends
+
+	compactions []provider.CompactRequest
+	compactFail bool          // answer compactions with a failure
+	compactGate chan struct{} // when set, a compaction waits for a receive from it
 }
 
 func newFakeModel() *fakeModel {
@@ -385,4 +389,30 @@ func vfsTools(t *testing.T) *runtime.Tools {
 		t.Fatal(err)
 	}
 	return tools
+}
+
+// Compact summarizes as "summary of N entries", or fails when compactFail is
+// set; with compactGate set it first waits for the gate.
+func (m *fakeModel) Compact(ctx context.Context, blobs blob.Store, req provider.CompactRequest) (provider.CompactOutput, error) {
+	m.mu.Lock()
+	m.compactions = append(m.compactions, req)
+	fail, gate := m.compactFail, m.compactGate
+	m.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return provider.CompactOutput{}, ctx.Err()
+		}
+	}
+	if fail {
+		return provider.CompactOutput{Failure: &core.Failure{Kind: core.FailureCompaction, Message: "no usable summary"}}, nil
+	}
+	text := fmt.Sprintf("summary of %d entries", len(req.Entries))
+	ref, err := blob.PutRef(ctx, blobs, []byte(text), content.MediaText, "")
+	if err != nil {
+		return provider.CompactOutput{}, err
+	}
+	return provider.CompactOutput{Entries: []core.EntryInput{{Kind: core.EntrySummary, Content: ref,
+		TokenEstimate: provider.Estimate([]byte(text)), Preview: text, Origin: "compaction"}}}, nil
 }

@@ -42,6 +42,7 @@ func routes() map[string]method {
 		MethodContextRemove:    handler(call.removeContext),
 		MethodBlobsPut:         handler(call.putBlob),
 		MethodBlobsRead:        handler(call.readBlob),
+		MethodContextCompact:   handler(call.compactContext),
 		MethodSkillsActivate:   handler(call.activateSkill),
 		MethodSkillsDeactivate: handler(call.deactivateSkill),
 	}
@@ -75,7 +76,7 @@ func requireSession(id string) error {
 }
 
 func (s call) createSession(ctx context.Context, p CreateSessionParams) (CreateSessionResult, error) {
-	cfg := core.SessionConfig{Model: p.Model, Tools: p.Tools, MaxTurns: p.MaxTurns, ProviderParams: p.ProviderParams, Links: p.Links}
+	cfg := core.SessionConfig{Model: p.Model, Tools: p.Tools, MaxTurns: p.MaxTurns, ProviderParams: p.ProviderParams, Links: p.Links, Compaction: p.Compaction}
 	if err := core.ValidateConfig(cfg); err != nil {
 		return CreateSessionResult{}, err
 	}
@@ -159,6 +160,11 @@ func (s call) readSession(ctx context.Context, p SessionParams) (SessionReadResu
 		}
 		for _, id := range st.Queue {
 			out.QueuedRuns = append(out.QueuedRuns, RunSummary{RunID: id, Status: core.StatusQueued})
+		}
+		if p := st.Compaction; p != nil {
+			c := *p
+			c.EntryIDs = nil // the ids are in the events; the summary stays small
+			out.Compaction = &c
 		}
 	})
 	return out, err

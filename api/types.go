@@ -34,6 +34,8 @@ type CreateSessionParams struct {
 	ProviderParams json.RawMessage `json:"providerParams,omitempty"`
 	// Links mount workspaces and snapshots into the session's files.
 	Links []core.Link `json:"links,omitempty"`
+	// Compaction is the compaction policy: {mode, thresholdTokens?, targetTokens?}.
+	Compaction *core.Compaction `json:"compaction,omitempty"`
 }
 
 type CreateSessionResult struct {
@@ -58,6 +60,8 @@ type SessionReadResult struct {
 	Head            int64               `json:"head"`
 	ActiveRun       *RunSummary         `json:"activeRun,omitempty"`
 	QueuedRuns      []RunSummary        `json:"queuedRuns"`
+	// Compaction is the pending standalone compaction, if any.
+	Compaction *core.PendingCompaction `json:"compaction,omitempty"`
 }
 
 type SessionListParams struct {

@@ -17,6 +17,8 @@ type chatOptions struct {
 	session, provider, apiKind, model, instructions, submission string
 	tools, links, skills                                        []string
 	json                                                        bool
+	compaction                                                  string
+	threshold, target                                           int64
 }
 
 func chatCommand() *cobra.Command {
@@ -46,6 +48,9 @@ func chatCommand() *cobra.Command {
 	f.StringSliceVar(&o.tools, "tool", nil, "grant a tool to a new session (repeatable), e.g. vfs_read_file")
 	f.StringArrayVar(&o.links, "link", nil, "mount a workspace or snapshot in a new session: MOUNT=WORKSPACE or MOUNT=sha256:… (repeatable)")
 	f.StringSliceVar(&o.skills, "skill", nil, "activate a skill of the linked files for this run only (repeatable)")
+	f.StringVar(&o.compaction, "compaction", "", "compaction mode of a new session: disabled, provider_standalone, provider_triggered (openai_responses only)")
+	f.Int64Var(&o.threshold, "compaction-threshold", 0, "compact automatically once the conversation's estimated tokens reach this")
+	f.Int64Var(&o.target, "compaction-target", 0, "summary length guidance and output budget, in tokens")
 	f.StringVar(&o.submission, "submission-id", "", "idempotency key: retrying with the same key and message does not start a second run")
 	f.BoolVar(&o.json, "json", false, "print the run's events as JSON lines")
 	return cmd
@@ -64,6 +69,7 @@ func runChat(ctx context.Context, out io.Writer, c *api.Client, o chatOptions, m
 			Instructions: o.instructions,
 			Tools:        o.tools,
 			Links:        links,
+			Compaction:   o.compactionPolicy(),
 		})
 		if err != nil {
 			return "", err
@@ -104,4 +110,17 @@ func parseLinks(specs []string) ([]core.Link, error) {
 		out = append(out, l)
 	}
 	return out, nil
+}
+
+// compactionPolicy is the policy the compaction flags describe; nil when
+// none was given.
+func (o chatOptions) compactionPolicy() *core.Compaction {
+	if o.compaction == "" && o.threshold == 0 && o.target == 0 {
+		return nil
+	}
+	mode := o.compaction
+	if mode == "" {
+		mode = core.CompactionProviderStandalone
+	}
+	return &core.Compaction{Mode: mode, ThresholdTokens: o.threshold, TargetTokens: o.target}
 }

@@ -152,6 +152,13 @@ func runDemo(ctx context.Context, out io.Writer, dataDir string) error {
 		}
 		fmt.Fprintln(out)
 	}
+	// The conversation is done; compacting it leaves instructions, the skill
+	// catalog and a summary for whatever comes next. History keeps it all.
+	fmt.Fprintf(out, "$ cairn context compact %s\n", demoSession)
+	if err := compactSession(ctx, out, client, demoSession); err != nil {
+		return err
+	}
+	fmt.Fprintln(out)
 	if err := printNotes(ctx, out, client); err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 var (
 	summaryLine = regexp.MustCompile(`^summary: session acorn-release-notes, (\d+) events, (\d+) context entries \(revision (\d+)\), (\d+) blobs, (\d+) bytes$`)
 	runIDs      = regexp.MustCompile(`run_[0-9a-f]{16}`)
+	compactIDs  = regexp.MustCompile(`cmp_[0-9a-f]{16}`)
 )
 
 func demoContext(t *testing.T) context.Context {
@@ -98,6 +99,9 @@ func TestDemoPlaysTheRecordedSession(t *testing.T) {
 		at(t, out, "user> "+demoFollowUp),
 		at(t, out, "tool call vfs_edit_file"),
 		at(t, out, `workspace "acorn" is now at revision 3`),
+		at(t, out, "$ cairn context compact "+demoSession),
+		at(t, out, "replaced 14 entries with 1"),
+		at(t, out, "compaction completed: context revision 14, 3 entries"),
 		at(t, out, "workspace acorn is at revision 3; /work/RELEASE_NOTES.md"),
 		at(t, out, "\n  **Upgrading?**"),
 		at(t, out, "\n  ## Thanks"),
@@ -146,7 +150,8 @@ func TestDemoNotesAreInTheWorkspace(t *testing.T) {
 
 func TestDemoIsDeterministicApartFromRunIDs(t *testing.T) {
 	normalize := func(out, dir string) string {
-		return runIDs.ReplaceAllString(strings.ReplaceAll(out, dir, "DATA"), "run_ID")
+		out = compactIDs.ReplaceAllString(strings.ReplaceAll(out, dir, "DATA"), "cmp_ID")
+		return runIDs.ReplaceAllString(out, "run_ID")
 	}
 	dirA, dirB := t.TempDir(), t.TempDir()
 	a := normalize(playDemo(t, dirA), dirA)

@@ -117,6 +117,7 @@ func contextCommand() *cobra.Command {
 	}
 	cf.register(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.AddCommand(contextCompactCommand())
 	return cmd
 }
 

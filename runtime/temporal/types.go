@@ -120,6 +120,8 @@ type Status struct {
 	Head            int64               `json:"head"`
 	ActiveRun       string              `json:"activeRun,omitempty"`
 	Queued          []string            `json:"queued"`
+	// Compaction is the pending standalone compaction (without its entry ids).
+	Compaction *core.PendingCompaction `json:"compaction,omitempty"`
 }
 
 // RefreshIn names the links whose files a refresh reads.

@@ -430,6 +430,11 @@ func (s *session) status() (Status, error) {
 	st := s.drive.State()
 	out := Status{SessionID: st.SessionID, Closed: st.Closed, Model: st.Config.Model, Tools: st.Config.Tools,
 		ContextRevision: st.Revision, Head: st.Head, ActiveRun: st.Active, Queued: append([]string{}, st.Queue...)}
+	if p := st.Compaction; p != nil {
+		c := *p
+		c.EntryIDs = nil
+		out.Compaction = &c
+	}
 	return out, nil
 }
 
