@@ -98,6 +98,14 @@ type env struct {
 
 func newEnv(t *testing.T, adapter *script, args temporal.SessionArgs, tools ...runtime.Tool) *env {
 	t.Helper()
+	e := newEnvWith(t, adapter, args, tools...)
+	e.adapter = adapter
+	return e
+}
+
+// newEnvWith is newEnv with any adapter for the chat_completions kind.
+func newEnvWith(t *testing.T, adapter provider.Adapter, args temporal.SessionArgs, tools ...runtime.Tool) *env {
+	t.Helper()
 	addr := testenv.TemporalAddress(t)
 	ctx := context.Background()
 	db, err := postgres.Connect(ctx, testenv.PostgresURL(t))
@@ -135,7 +143,7 @@ func newEnv(t *testing.T, adapter *script, args temporal.SessionArgs, tools ...r
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Stop)
-	return &env{t: t, gw: temporal.NewGateway(c, queue, universe, st, args), st: st, client: c, adapter: adapter, universe: universe}
+	return &env{t: t, gw: temporal.NewGateway(c, queue, universe, st, args), st: st, client: c, universe: universe}
 }
 
 func (e *env) create(id string, tools ...string) {

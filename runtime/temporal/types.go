@@ -35,14 +35,15 @@ type SessionArgs struct {
 // Command is a client command as it crosses the update boundary: exactly
 // one field is set.
 type Command struct {
-	OpenSession   *core.OpenSession   `json:"openSession,omitempty"`
-	ChangeConfig  *core.ChangeConfig  `json:"changeConfig,omitempty"`
-	CloseSession  *core.CloseSession  `json:"closeSession,omitempty"`
-	StartRun      *core.StartRun      `json:"startRun,omitempty"`
-	Steer         *core.Steer         `json:"steer,omitempty"`
-	CancelRun     *core.CancelRun     `json:"cancelRun,omitempty"`
-	AppendContext *core.AppendContext `json:"appendContext,omitempty"`
-	RemoveContext *core.RemoveContext `json:"removeContext,omitempty"`
+	OpenSession   *core.OpenSession       `json:"openSession,omitempty"`
+	ChangeConfig  *core.ChangeConfig      `json:"changeConfig,omitempty"`
+	CloseSession  *core.CloseSession      `json:"closeSession,omitempty"`
+	StartRun      *core.StartRun          `json:"startRun,omitempty"`
+	Steer         *core.Steer             `json:"steer,omitempty"`
+	CancelRun     *core.CancelRun         `json:"cancelRun,omitempty"`
+	AppendContext *core.AppendContext     `json:"appendContext,omitempty"`
+	RemoveContext *core.RemoveContext     `json:"removeContext,omitempty"`
+	Compact       *core.RequestCompaction `json:"compact,omitempty"`
 }
 
 // WrapCommand puts a core command into its wire form.
@@ -64,6 +65,8 @@ func WrapCommand(cmd core.Command) (Command, error) {
 		return Command{AppendContext: &c}, nil
 	case core.RemoveContext:
 		return Command{RemoveContext: &c}, nil
+	case core.RequestCompaction:
+		return Command{Compact: &c}, nil
 	}
 	return Command{}, fmt.Errorf("command %T cannot be submitted by a client", cmd)
 }
@@ -94,6 +97,9 @@ func (c Command) Unwrap() (core.Command, error) {
 	}
 	if c.RemoveContext != nil {
 		out = append(out, *c.RemoveContext)
+	}
+	if c.Compact != nil {
+		out = append(out, *c.Compact)
 	}
 	if len(out) != 1 {
 		return nil, fmt.Errorf("a command must set exactly one field, got %d", len(out))

@@ -326,6 +326,10 @@ func (s *session) validate(ctx workflow.Context, cmd Command) error {
 		return err
 	}
 	_, err = core.Admit(s.drive.State(), c)
+	var rej *core.Rejection
+	if errors.As(err, &rej) && rej.Kind == core.RejectCompactionPending {
+		return nil // the handler holds it until the compaction ends
+	}
 	return rejectionError(err)
 }
 
