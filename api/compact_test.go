@@ -57,7 +57,7 @@ func TestCompact_ManualCompactionReplacesConversationAndKeepsHistory(t *testing.
 	// History is untouched: the run still reads its full output, and the
 	// events still hold the conversation.
 	run, err := e.c.ReadRun(bg, sid, r1.RunID)
-	if err != nil || run.Output == nil || run.Output.Text != "echo: first question" {
+	if err != nil || run.Output == nil || run.Output.VisibleText() != "echo: first question" {
 		t.Fatalf("run output after compaction: %+v %v", run.Output, err)
 	}
 	var compacted bool

@@ -34,6 +34,7 @@ func routes() map[string]method {
 		MethodSessionList:      handler(call.listSessions),
 		MethodRunsStart:        handler(call.startRun),
 		MethodRunsRead:         handler(call.readRun),
+		MethodRunsList:         handler(call.listRuns),
 		MethodRunsSteer:        handler(call.steer),
 		MethodRunsCancel:       handler(call.cancelRun),
 		MethodEventsRead:       handler(call.readEvents),
@@ -246,11 +247,14 @@ func (s call) readRun(ctx context.Context, p RunParams) (RunReadResult, error) {
 		return RunReadResult{}, &core.Rejection{Kind: core.RejectUnknownReference, Message: "run " + p.RunID + " not found in session " + p.SessionID}
 	}
 	if output != nil {
-		text, err := view.ProjectText(ctx, s.host.Blobs(), *output)
-		if err != nil {
-			return RunReadResult{}, err
+		out.Output = &RunOutput{Ref: output.Digest, MediaType: output.MediaType, ProviderKind: output.ProviderKind}
+		if view.HasText(*output) {
+			text, err := view.ProjectText(ctx, s.host.Blobs(), *output)
+			if err != nil {
+				return RunReadResult{}, err
+			}
+			out.Output.Text = &text
 		}
-		out.Output = &RunOutput{Ref: output.Digest, MediaType: output.MediaType, ProviderKind: output.ProviderKind, Text: text}
 	}
 	return out, nil
 }

@@ -161,7 +161,7 @@ func TestRunStartAndReadOutput(t *testing.T) {
 		t.Fatalf("runs/read = %+v", got)
 	}
 	out := got.Output
-	if out.Text != "echo: hello there" || out.MediaType != content.MediaJSON || out.ProviderKind != chat.ProviderKindMessage {
+	if out.VisibleText() != "echo: hello there" || out.MediaType != content.MediaJSON || out.ProviderKind != chat.ProviderKindMessage {
 		t.Fatalf("output = %+v", out)
 	}
 	// The ref names the stored native message, and the text is its projection.
@@ -262,7 +262,7 @@ func TestSessionReadShowsActiveAndQueuedRuns(t *testing.T) {
 	e.model.releaseOne(t)
 	e.waitStatus(t, sid, first.RunID, core.StatusCompleted)
 	got := e.waitStatus(t, sid, second.RunID, core.StatusCompleted)
-	if got.Output == nil || got.Output.Text != "echo: second" {
+	if got.Output == nil || got.Output.VisibleText() != "echo: second" {
 		t.Fatalf("second run = %+v", got)
 	}
 	s = e.read(t, sid)
@@ -319,7 +319,7 @@ func TestSteer(t *testing.T) {
 	e.model.setHold(false)
 	e.model.releaseOne(t)
 	got := e.waitStatus(t, sid, run.RunID, core.StatusCompleted)
-	if got.Turns != 2 || got.Output == nil || got.Output.Text != "echo: shorter, please" {
+	if got.Turns != 2 || got.Output == nil || got.Output.VisibleText() != "echo: shorter, please" {
 		t.Fatalf("steered run = %+v", got)
 	}
 	second := e.model.request(1).Entries

@@ -104,7 +104,8 @@ type RunOutput struct {
 	Ref          content.Digest `json:"ref"`
 	MediaType    string         `json:"mediaType"`
 	ProviderKind string         `json:"providerKind,omitempty"`
-	Text         string         `json:"text"`
+	// Text is the full visible text; absent for media, which has none.
+	Text *string `json:"text,omitempty"`
 }
 
 type RunReadResult struct {
@@ -188,4 +189,12 @@ type BlobReadParams struct {
 
 type BlobReadResult struct {
 	Data []byte `json:"data"`
+}
+
+// VisibleText is the output's text, or "" for media.
+func (o *RunOutput) VisibleText() string {
+	if o == nil || o.Text == nil {
+		return ""
+	}
+	return *o.Text
 }

@@ -110,7 +110,7 @@ func TestE2E_TemporalWorkerSIGKILLAtSeveralPoints(t *testing.T) {
 	}
 	checkRun := func(sid, runID, output string) {
 		t.Helper()
-		if got := waitRun(t, c, sid, runID); got.Status != core.StatusCompleted || got.Output == nil || got.Output.Text != output {
+		if got := waitRun(t, c, sid, runID); got.Status != core.StatusCompleted || got.Output == nil || got.Output.VisibleText() != output {
 			t.Fatalf("session %s run %s = %s", sid, runID, mustJSON(t, got))
 		}
 	}

@@ -46,7 +46,7 @@ func TestE2E_RunWithToolRoundThroughServe(t *testing.T) {
 		t.Fatalf("status %q, want running", run.Status)
 	}
 	got := waitRun(t, c, created.SessionID, run.RunID)
-	if got.Status != core.StatusCompleted || got.Output == nil || got.Output.Text != "Acorn 2.0 is out." {
+	if got.Status != core.StatusCompleted || got.Output == nil || got.Output.VisibleText() != "Acorn 2.0 is out." {
 		t.Fatalf("run = %s", mustJSON(t, got))
 	}
 
@@ -221,7 +221,7 @@ func TestE2E_SIGKILLMidRunResumesWithoutLossOrDuplicates(t *testing.T) {
 	srv2 := startServe(t, dir+"/data", cfg, fakeKey)
 	c2 := srv2.client()
 	got := waitRun(t, c2, created.SessionID, run.RunID)
-	if got.Status != core.StatusCompleted || got.Output == nil || got.Output.Text != "Finished after restart." {
+	if got.Status != core.StatusCompleted || got.Output == nil || got.Output.VisibleText() != "Finished after restart." {
 		t.Fatalf("run after restart = %s", mustJSON(t, got))
 	}
 	evs := allEvents(t, c2, created.SessionID)

@@ -61,7 +61,7 @@ func TestE2E_HostedModeOnPostgresAndS3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := waitRun(t, a, created.SessionID, run.RunID); got.Status != core.StatusCompleted || got.Output.Text != "Hosted hello." {
+	if got := waitRun(t, a, created.SessionID, run.RunID); got.Status != core.StatusCompleted || got.Output.VisibleText() != "Hosted hello." {
 		t.Fatalf("run = %s", mustJSON(t, got))
 	}
 

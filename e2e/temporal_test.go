@@ -200,7 +200,7 @@ func TestE2E_TemporalDeploymentServeAndWorkers(t *testing.T) {
 	}
 	close(hold)
 	got := waitRun(t, c, sid, run1.RunID)
-	if got.Status != core.StatusCompleted || got.Turns != 3 || got.Output == nil || got.Output.Text != "Acorn 2.0, released on Monday." {
+	if got.Status != core.StatusCompleted || got.Turns != 3 || got.Output == nil || got.Output.VisibleText() != "Acorn 2.0, released on Monday." {
 		t.Fatalf("run 1 = %s", mustJSON(t, got))
 	}
 
@@ -208,7 +208,7 @@ func TestE2E_TemporalDeploymentServeAndWorkers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := waitRun(t, c, sid, run2.RunID); got.Status != core.StatusCompleted || got.Turns != 1 || got.Output == nil || got.Output.Text != "Nothing else is new." {
+	if got := waitRun(t, c, sid, run2.RunID); got.Status != core.StatusCompleted || got.Turns != 1 || got.Output == nil || got.Output.VisibleText() != "Nothing else is new." {
 		t.Fatalf("run 2 = %s", mustJSON(t, got))
 	}
 

@@ -23,6 +23,13 @@ type BlobReader interface {
 
 var _ BlobReader = blob.Store(nil)
 
+// HasText reports whether content has a text form: provider-native
+// material and text/* do; media (audio, images, other bytes) do not, and a
+// view describes it by ref and media type alone.
+func HasText(ref content.ContentRef) bool {
+	return ref.ProviderKind != "" || strings.HasPrefix(ref.MediaType, "text/")
+}
+
 // ProjectText returns the visible text of stored content: provider-native
 // material through its adapter's projection, plain text as itself. Media
 // without a text form yields "" rather than invented text.

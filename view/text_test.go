@@ -45,3 +45,20 @@ func TestProjectText(t *testing.T) {
 		}
 	}
 }
+
+func TestHasTextOnlyForTextAndProviderMaterial(t *testing.T) {
+	for _, c := range []struct {
+		ref  content.ContentRef
+		want bool
+	}{
+		{content.ContentRef{MediaType: "audio/wav"}, false},
+		{content.ContentRef{MediaType: "image/png"}, false},
+		{content.ContentRef{MediaType: "application/octet-stream"}, false},
+		{content.ContentRef{MediaType: content.MediaText}, true},
+		{content.ContentRef{MediaType: content.MediaJSON, ProviderKind: "chat.message"}, true},
+	} {
+		if got := HasText(c.ref); got != c.want {
+			t.Errorf("HasText(%s, %q) = %v", c.ref.MediaType, c.ref.ProviderKind, got)
+		}
+	}
+}
