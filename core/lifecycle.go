@@ -15,6 +15,8 @@ type Lifecycle struct {
 	QueuedRuns    int            `json:"queuedRuns"`
 	LastRunID     string         `json:"lastRunId,omitempty"`
 	LastRunStatus string         `json:"lastRunStatus,omitempty"`
+	// CompactionPending is set between a compaction request and its end.
+	CompactionPending bool `json:"compactionPending,omitempty"`
 }
 
 // Session statuses.
@@ -23,8 +25,11 @@ const (
 	SessionStatusClosed = "closed"
 )
 
-// Unfinished reports whether the session has a run that still needs a host.
-func (l Lifecycle) Unfinished() bool { return l.ActiveRunID != "" || l.QueuedRuns > 0 }
+// Unfinished reports whether the session has work that still needs a host:
+// a run, or a standalone compaction that was requested and has not ended.
+func (l Lifecycle) Unfinished() bool {
+	return l.ActiveRunID != "" || l.QueuedRuns > 0 || l.CompactionPending
+}
 
 // ProjectLifecycle folds one committed event into the projection. Events it
 // does not know leave the projection unchanged apart from head and time.
@@ -47,6 +52,10 @@ func ProjectLifecycle(l Lifecycle, ev Event) Lifecycle {
 		}
 	case KindSessionClosed:
 		l.Status = SessionStatusClosed
+	case KindCompactionRequested:
+		l.CompactionPending = true
+	case KindCompactionCompleted, KindCompactionFailed:
+		l.CompactionPending = false
 	case KindRunAccepted:
 		var p RunAccepted
 		if json.Unmarshal(ev.Payload, &p) == nil {

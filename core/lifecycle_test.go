@@ -24,6 +24,11 @@ func lifecycleScenario(t *testing.T) *harness {
 	h.mustAdmit(core.StartRun{AtMs: h.tick(), RunID: "r4", Input: input("four")})
 	h.expectGenerate()
 	h.mustAdmit(core.CancelRun{AtMs: h.tick(), RunID: "r4"})
+	// A pending compaction is unfinished work too: a restarted host must
+	// resume it.
+	h.mustAdmit(core.RequestCompaction{AtMs: h.tick(), CompactionID: "k1"})
+	w1 := h.next().Compact
+	h.mustAdmit(core.CompactionResult{AtMs: h.tick(), CompactionID: w1.CompactionID, ContextRevision: w1.ContextRevision, Entries: []core.EntryInput{entryText(core.EntrySummary, "", "s")}})
 	cfg := testConfig("a")
 	cfg.Model.Model = "gpt-next"
 	h.mustAdmit(core.ChangeConfig{AtMs: h.tick(), Config: cfg})
@@ -53,7 +58,8 @@ func TestLifecycle_ProjectionAgreesWithTheReducerAfterEveryEvent(t *testing.T) {
 		at("model", l.Model, s.Config.Model)
 		at("activeRunId", l.ActiveRunID, s.Active)
 		at("queuedRuns", l.QueuedRuns, len(s.Queue))
-		at("unfinished", l.Unfinished(), s.HasWork())
+		at("unfinished", l.Unfinished(), s.HasWork() || s.Compaction != nil)
+		at("compactionPending", l.CompactionPending, s.Compaction != nil)
 		status := core.SessionStatusOpen
 		if s.Closed {
 			status = core.SessionStatusClosed
