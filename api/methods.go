@@ -46,6 +46,7 @@ func routes() map[string]method {
 		MethodContextCompact:   handler(call.compactContext),
 		MethodSkillsActivate:   handler(call.activateSkill),
 		MethodSkillsDeactivate: handler(call.deactivateSkill),
+		MethodTranscriptRead:   handler(call.readTranscript),
 	}
 	maps.Copy(m, vfsRoutes())
 	return m
@@ -77,7 +78,8 @@ func requireSession(id string) error {
 }
 
 func (s call) createSession(ctx context.Context, p CreateSessionParams) (CreateSessionResult, error) {
-	cfg := core.SessionConfig{Model: p.Model, Tools: p.Tools, MaxTurns: p.MaxTurns, ProviderParams: p.ProviderParams, Links: p.Links, Compaction: p.Compaction}
+	cfg := core.SessionConfig{Model: p.Model, Tools: p.Tools, MaxTurns: p.MaxTurns, ProviderParams: p.ProviderParams, Links: p.Links, Compaction: p.Compaction,
+		Transcription: p.Transcription}
 	if err := core.ValidateConfig(cfg); err != nil {
 		return CreateSessionResult{}, err
 	}
@@ -147,28 +149,36 @@ func (s call) readSession(ctx context.Context, p SessionParams) (SessionReadResu
 	if sh, ok := s.host.(StatusHost); ok {
 		return sh.SessionStatus(ctx, p.SessionID)
 	}
-	var out SessionReadResult
-	err := s.host.Inspect(ctx, p.SessionID, func(st *core.State) {
-		out = SessionReadResult{
-			SessionID: st.SessionID, Status: core.SessionStatusOpen, Model: st.Config.Model, Tools: st.Config.Tools,
-			ContextRevision: st.Revision, Head: st.Head, QueuedRuns: []RunSummary{},
-		}
-		if st.Closed {
-			out.Status = core.SessionStatusClosed
-		}
-		if r := st.ActiveRun(); r != nil {
-			out.ActiveRun = &RunSummary{RunID: r.ID, Status: r.Status}
-		}
-		for _, id := range st.Queue {
-			out.QueuedRuns = append(out.QueuedRuns, RunSummary{RunID: id, Status: core.StatusQueued})
-		}
-		if p := st.Compaction; p != nil {
-			c := *p
-			c.EntryIDs = nil // the ids are in the events; the summary stays small
-			out.Compaction = &c
-		}
-	})
-	return out, err
+	// Current execution state comes from the session's latest checkpoint
+	// and the authoritative event tail (a full replay when the checkpoint is
+	// unusable), not from what the host holds in memory.
+	var cps store.Checkpoints
+	if ch, ok := s.host.(CheckpointHost); ok {
+		cps = ch.Checkpoints()
+	}
+	st, err := runtime.LoadState(ctx, s.host.Log(), cps, s.host.Blobs(), p.SessionID, s.log)
+	if err != nil {
+		return SessionReadResult{}, err
+	}
+	out := SessionReadResult{
+		SessionID: st.SessionID, Status: core.SessionStatusOpen, Model: st.Config.Model, Tools: st.Config.Tools,
+		ContextRevision: st.Revision, Head: st.Head, QueuedRuns: []RunSummary{},
+	}
+	if st.Closed {
+		out.Status = core.SessionStatusClosed
+	}
+	if r := st.ActiveRun(); r != nil {
+		out.ActiveRun = &RunSummary{RunID: r.ID, Status: r.Status}
+	}
+	for _, id := range st.Queue {
+		out.QueuedRuns = append(out.QueuedRuns, RunSummary{RunID: id, Status: core.StatusQueued})
+	}
+	if p := st.Compaction; p != nil {
+		c := *p
+		c.EntryIDs = nil // the ids are in the events; the summary stays small
+		out.Compaction = &c
+	}
+	return out, nil
 }
 
 func (s call) listSessions(ctx context.Context, p SessionListParams) (SessionListResult, error) {
@@ -190,8 +200,16 @@ func (s call) textInput(ctx context.Context, parts []InputPart) ([]core.InputIte
 	}
 	items := make([]core.InputItem, len(parts))
 	for i, part := range parts {
+		if part.Type == "audio" {
+			item, err := s.audioInput(ctx, i, part)
+			if err != nil {
+				return nil, err
+			}
+			items[i] = item
+			continue
+		}
 		if part.Type != "text" {
-			return nil, invalidParams("input[" + strconv.Itoa(i) + "].type must be \"text\"")
+			return nil, invalidParams("input[" + strconv.Itoa(i) + "].type must be \"text\" or \"audio\"")
 		}
 		if part.Text == "" {
 			return nil, invalidParams("input[" + strconv.Itoa(i) + "].text is empty")

@@ -38,6 +38,13 @@ type StatusHost interface {
 	SessionStatus(ctx context.Context, sessionID string) (SessionReadResult, error)
 }
 
+// CheckpointHost is implemented by hosts that keep reducer checkpoints;
+// session/read then loads state from the latest one and the event tail
+// instead of replaying the whole log.
+type CheckpointHost interface {
+	Checkpoints() store.Checkpoints
+}
+
 // DefaultMaxBodyBytes bounds a request body (blobs/put carries base64 data).
 const DefaultMaxBodyBytes = 16 << 20
 
@@ -216,6 +223,8 @@ func (s *Server) toRPCError(method string, err error) *Error {
 		return e
 	case errors.Is(err, store.ErrSessionNotFound):
 		return newError(CodeDomain, KindNotFound, err.Error())
+	case errors.Is(err, runtime.ErrHistoryIncomplete):
+		return newError(CodeDomain, runtime.KindHistoryIncomplete, err.Error())
 	case errors.As(err, &missing):
 		e := newError(CodeDomain, KindMissingBlob, missing.Error())
 		for _, d := range missing.Digests {

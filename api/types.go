@@ -36,6 +36,9 @@ type CreateSessionParams struct {
 	Links []core.Link `json:"links,omitempty"`
 	// Compaction is the compaction policy: {mode, thresholdTokens?, targetTokens?}.
 	Compaction *core.Compaction `json:"compaction,omitempty"`
+	// Transcription is the model that transcribes audio input:
+	// {providerId, model}; without it audio input is refused.
+	Transcription *core.Transcription `json:"transcription,omitempty"`
 }
 
 type CreateSessionResult struct {
@@ -73,10 +76,14 @@ type SessionListResult struct {
 	Sessions []core.Lifecycle `json:"sessions"`
 }
 
-// InputPart is one piece of run input; only text exists today.
+// InputPart is one piece of run input: {type:"text", text} or
+// {type:"audio", ref, filename}, ref being the ContentRef blobs/put returned
+// for audio bytes uploaded under an audio/* media type.
 type InputPart struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
+	Type     string              `json:"type"`
+	Text     string              `json:"text,omitempty"`
+	Ref      *content.ContentRef `json:"ref,omitempty"`
+	Filename string              `json:"filename,omitempty"`
 }
 
 type RunStartParams struct {

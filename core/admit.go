@@ -76,6 +76,8 @@ func admit(s *State, cmd Command) (Admission, error) {
 		return admitRequestCompaction(s, c)
 	case CompactionResult:
 		return admitCompactionResult(s, c)
+	case TranscriptionResult:
+		return admitTranscriptionResult(s, c)
 	}
 	return Admission{}, reject(RejectInvalidInput, "unknown command %T", cmd)
 }
@@ -104,6 +106,9 @@ func ValidateConfig(cfg SessionConfig) error {
 		return err
 	}
 	if err := validateCompaction(cfg); err != nil {
+		return err
+	}
+	if err := validateTranscription(cfg.Transcription); err != nil {
 		return err
 	}
 	for i, t := range cfg.Tools {
@@ -199,6 +204,9 @@ func validInput(items []InputItem) error {
 		if err := it.Content.Validate(); err != nil {
 			return reject(RejectInvalidInput, "input[%d]: %v", i, err)
 		}
+		if err := validItemKind(i, it); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -226,6 +234,9 @@ func admitStartRun(s *State, c StartRun) (Admission, error) {
 	}
 	if err := validInput(c.Input); err != nil {
 		return Admission{}, err
+	}
+	if hasAudio(c.Input) && s.Config.Transcription == nil {
+		return Admission{}, reject(RejectTranscriptionNotConfigured, "audio input needs a transcription configuration (session config \"transcription\")")
 	}
 	for i, a := range c.Activations {
 		if a.Kind != EntrySkillActivation {
@@ -268,6 +279,9 @@ func admitSteer(s *State, c Steer) (Admission, error) {
 	}
 	if err := validInput(c.Input); err != nil {
 		return Admission{}, err
+	}
+	if hasAudio(c.Input) {
+		return Admission{}, reject(RejectInvalidInput, "audio input is accepted when a run starts, not as steering")
 	}
 	if c.SteeringID == "" {
 		return Admission{}, reject(RejectInvalidInput, "steering id is required")

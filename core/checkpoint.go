@@ -53,6 +53,11 @@ type runState struct {
 	Error            *Failure              `json:"error,omitempty"`
 	AcceptedSeq      int64                 `json:"acceptedSeq"`
 	EndedSeq         int64                 `json:"endedSeq,omitempty"`
+
+	// The transcription fields were added within version 1; absent means
+	// no transcription was requested.
+	TranscriptionRequested bool         `json:"transcriptionRequested,omitempty"`
+	Transcripts            []Transcript `json:"transcripts,omitempty"`
 }
 
 type turnState struct {
@@ -98,6 +103,7 @@ func EncodeCheckpoint(s *State) ([]byte, error) {
 			ID: r.ID, SubmissionID: r.SubmissionID, InputFingerprint: r.InputFingerprint, Status: r.Status,
 			Input: r.Input, Activations: r.Activations, InputConsumed: r.InputConsumed, Steering: r.Steering, Turns: r.Turns,
 			CancelRequested: r.CancelRequested, Output: r.Output, Error: r.Error, AcceptedSeq: r.AcceptedSeq, EndedSeq: r.EndedSeq,
+			TranscriptionRequested: r.TranscriptionRequested, Transcripts: r.Transcripts,
 		}
 		if t := r.Turn; t != nil {
 			ts := &turnState{N: t.N, Planned: t.Planned, ContextRevision: t.ContextRevision, Fingerprint: t.Fingerprint,
@@ -154,7 +160,8 @@ func DecodeCheckpoint(data []byte) (*State, error) {
 		}
 		r := &Run{ID: rs.ID, SubmissionID: rs.SubmissionID, InputFingerprint: rs.InputFingerprint, Status: rs.Status,
 			Input: rs.Input, Activations: rs.Activations, InputConsumed: rs.InputConsumed, Steering: rs.Steering, Turns: rs.Turns,
-			CancelRequested: rs.CancelRequested, Output: rs.Output, Error: rs.Error, AcceptedSeq: rs.AcceptedSeq, EndedSeq: rs.EndedSeq}
+			CancelRequested: rs.CancelRequested, Output: rs.Output, Error: rs.Error, AcceptedSeq: rs.AcceptedSeq, EndedSeq: rs.EndedSeq,
+			TranscriptionRequested: rs.TranscriptionRequested, Transcripts: rs.Transcripts}
 		if ts := rs.Turn; ts != nil {
 			t := &Turn{N: ts.N, Planned: ts.Planned, ContextRevision: ts.ContextRevision, Fingerprint: ts.Fingerprint,
 				GenRequested: ts.GenRequested, GenCompleted: ts.GenCompleted, BatchStarted: ts.BatchStarted,

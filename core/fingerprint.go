@@ -55,6 +55,9 @@ func InputFingerprint(items []InputItem) string {
 		h.Write([]byte{0})
 		h.Write([]byte(it.Content.MediaType))
 		h.Write([]byte{0})
+		if it.Kind != "" { // text input keeps its older fingerprint
+			h.Write([]byte(it.Kind + "\x00" + it.Filename + "\x00"))
+		}
 	}
 	return "in1:" + hex.EncodeToString(h.Sum(nil))
 }

@@ -66,6 +66,16 @@ func goldenScenario(t *testing.T) *harness {
 	w2 := h.next().Compact
 	h.mustAdmit(core.CompactionResult{AtMs: h.tick(), CompactionID: w2.CompactionID, ContextRevision: w2.ContextRevision,
 		Entries: []core.EntryInput{entryText(core.EntrySummary, "", "Acorn 2.0 notes drafted; parser fix mentioned")}, Usage: core.Usage{InputTokens: 300, OutputTokens: 20}})
+
+	// Audio input: transcribed before its turn, or failing its run.
+	cfg.Transcription = &whisper
+	h.mustAdmit(core.ChangeConfig{AtMs: h.tick(), Config: cfg})
+	h.mustAdmit(core.StartRun{AtMs: h.tick(), RunID: "r4", Input: []core.InputItem{input("summarize this memo")[0], audio("memo.m4a", "m4a bytes")}})
+	h.mustAdmit(transcribed(h.tick(), h.expectTranscribe(), "ship Acorn 2.1 on Friday"))
+	h.answer("Acorn 2.1 ships on Friday")
+	h.mustAdmit(core.StartRun{AtMs: h.tick(), RunID: "r5", Input: []core.InputItem{audio("call.wav", "wav bytes")}})
+	h.mustAdmit(core.TranscriptionResult{AtMs: h.tick(), RunID: h.expectTranscribe().RunID,
+		Failure: &core.Failure{Kind: core.FailureTranscription, Message: "provider error (terminal, HTTP 400): unsupported audio"}})
 	h.mustAdmit(core.CloseSession{AtMs: h.tick(), Reason: "done"})
 	return h
 }
@@ -195,32 +205,34 @@ func readGoldenLog(t *testing.T) []core.Event {
 
 // payloadTypes maps each kind to its v1 payload struct.
 var payloadTypes = map[string]any{
-	core.KindSessionOpened:           core.SessionOpened{},
-	core.KindSessionConfigChanged:    core.SessionConfigChanged{},
-	core.KindSessionClosed:           core.SessionClosed{},
-	core.KindRunAccepted:             core.RunAccepted{},
-	core.KindRunStarted:              core.RunStarted{},
-	core.KindRunSteeringAccepted:     core.RunSteeringAccepted{},
-	core.KindRunCancelRequested:      core.RunCancelRequested{},
-	core.KindRunCompleted:            core.RunCompleted{},
-	core.KindRunFailed:               core.RunFailed{},
-	core.KindRunCancelled:            core.RunCancelled{},
-	core.KindTurnStarted:             core.TurnStarted{},
-	core.KindTurnPlanned:             core.TurnPlanned{},
-	core.KindTurnGenerationRequested: core.TurnGenerationRequested{},
-	core.KindTurnGenerationCompleted: core.TurnGenerationCompleted{},
-	core.KindTurnCompleted:           core.TurnCompleted{},
-	core.KindToolBatchStarted:        core.ToolBatchStarted{},
-	core.KindToolCallStarted:         core.ToolCallStarted{},
-	core.KindToolCallCompleted:       core.ToolCallCompleted{},
-	core.KindToolBatchCompleted:      core.ToolBatchCompleted{},
-	core.KindContextEntriesApplied:   core.ContextEntriesApplied{},
-	core.KindContextEntriesRemoved:   core.ContextEntriesRemoved{},
-	core.KindContextKeysRemoved:      core.ContextKeysRemoved{},
-	core.KindContextCompacted:        core.ContextCompacted{},
-	core.KindCompactionRequested:     core.CompactionRequested{},
-	core.KindCompactionCompleted:     core.CompactionCompleted{},
-	core.KindCompactionFailed:        core.CompactionFailed{},
+	core.KindSessionOpened:             core.SessionOpened{},
+	core.KindSessionConfigChanged:      core.SessionConfigChanged{},
+	core.KindSessionClosed:             core.SessionClosed{},
+	core.KindRunAccepted:               core.RunAccepted{},
+	core.KindRunStarted:                core.RunStarted{},
+	core.KindRunSteeringAccepted:       core.RunSteeringAccepted{},
+	core.KindRunCancelRequested:        core.RunCancelRequested{},
+	core.KindRunCompleted:              core.RunCompleted{},
+	core.KindRunFailed:                 core.RunFailed{},
+	core.KindRunCancelled:              core.RunCancelled{},
+	core.KindRunTranscriptionRequested: core.RunTranscriptionRequested{},
+	core.KindRunTranscriptionCompleted: core.RunTranscriptionCompleted{},
+	core.KindTurnStarted:               core.TurnStarted{},
+	core.KindTurnPlanned:               core.TurnPlanned{},
+	core.KindTurnGenerationRequested:   core.TurnGenerationRequested{},
+	core.KindTurnGenerationCompleted:   core.TurnGenerationCompleted{},
+	core.KindTurnCompleted:             core.TurnCompleted{},
+	core.KindToolBatchStarted:          core.ToolBatchStarted{},
+	core.KindToolCallStarted:           core.ToolCallStarted{},
+	core.KindToolCallCompleted:         core.ToolCallCompleted{},
+	core.KindToolBatchCompleted:        core.ToolBatchCompleted{},
+	core.KindContextEntriesApplied:     core.ContextEntriesApplied{},
+	core.KindContextEntriesRemoved:     core.ContextEntriesRemoved{},
+	core.KindContextKeysRemoved:        core.ContextKeysRemoved{},
+	core.KindContextCompacted:          core.ContextCompacted{},
+	core.KindCompactionRequested:       core.CompactionRequested{},
+	core.KindCompactionCompleted:       core.CompactionCompleted{},
+	core.KindCompactionFailed:          core.CompactionFailed{},
 }
 
 // Fixtures are read back without the code that wrote them: every one decodes
@@ -234,14 +246,14 @@ func TestGolden_FixturesDecodeAndApplyInOrder(t *testing.T) {
 			t.Fatalf("golden log: %v", err)
 		}
 	}
-	if !s.Closed || s.HasWork() || len(s.Runs()) != 3 {
+	if !s.Closed || s.HasWork() || len(s.Runs()) != 5 {
 		t.Fatalf("golden log replays to %+v", s)
 	}
 	statuses := []string{}
 	for _, r := range s.Runs() {
 		statuses = append(statuses, r.Status)
 	}
-	requireKinds(t, statuses, core.StatusCompleted, core.StatusFailed, core.StatusCancelled)
+	requireKinds(t, statuses, core.StatusCompleted, core.StatusFailed, core.StatusCancelled, core.StatusCompleted, core.StatusFailed)
 
 	files, err := filepath.Glob(filepath.Join(goldenDir, "*.json"))
 	if err != nil || len(files) == 0 {

@@ -19,10 +19,13 @@ const (
 	// IntentCompact: run the compactor for Compact and submit a
 	// CompactionResult.
 	IntentCompact
+	// IntentTranscribe: transcribe the audio input of Transcribe's run and
+	// submit a TranscriptionResult.
+	IntentTranscribe
 )
 
 func (k IntentKind) String() string {
-	return [...]string{"idle", "append", "generate", "invoke_tools", "closed", "compact"}[k]
+	return [...]string{"idle", "append", "generate", "invoke_tools", "closed", "compact", "transcribe"}[k]
 }
 
 // Intent is one piece of work the drive hands its host.
@@ -33,6 +36,7 @@ type Intent struct {
 	Generate     *GenerateWork
 	Tools        *ToolWork
 	Compact      *CompactWork
+	Transcribe   *TranscribeWork
 }
 
 // GenerateWork is a planned turn: the frozen context the request is built from.

@@ -19,6 +19,11 @@ const (
 	KindRunCompleted        = "run.completed"
 	KindRunFailed           = "run.failed"
 	KindRunCancelled        = "run.cancelled"
+	// KindRunTranscriptionRequested asks for the run's audio input to be
+	// transcribed before its first turn; KindRunTranscriptionCompleted
+	// records the transcripts (a failure fails the run instead).
+	KindRunTranscriptionRequested = "run.transcription_requested"
+	KindRunTranscriptionCompleted = "run.transcription_completed"
 
 	KindTurnStarted             = "turn.started"
 	KindTurnPlanned             = "turn.planned"
@@ -74,6 +79,9 @@ type SessionConfig struct {
 	Links []Link `json:"links,omitempty"`
 	// Compaction is the compaction policy; nil means disabled.
 	Compaction *Compaction `json:"compaction,omitempty"`
+	// Transcription is the model that turns audio input into text; nil
+	// means audio input is refused.
+	Transcription *Transcription `json:"transcription,omitempty"`
 	// ProviderParams are the API kind's request parameters (temperature,
 	// reasoning effort, cache TTL, …) as canonical JSON. The core keeps them
 	// opaque; the API kind's adapter validates them before admission.

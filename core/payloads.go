@@ -36,6 +36,10 @@ type InputItem struct {
 	Content       content.ContentRef `json:"content"`
 	TokenEstimate TokenEstimate      `json:"tokenEstimate"`
 	Preview       string             `json:"preview,omitempty"`
+	// Kind is "" for text and InputAudio for audio, which is transcribed
+	// before the turn that consumes it; Filename names the audio file.
+	Kind     string `json:"kind,omitempty"`
+	Filename string `json:"filename,omitempty"`
 }
 
 type RunStarted struct {

@@ -51,6 +51,9 @@ func plan(s *State, at int64) Intent {
 // has unconsumed input or steering or tool results to answer, and otherwise
 // completes the run with the last assistant message as its output.
 func planBoundary(s *State, r *Run, at int64) Intent {
+	if in, ok := planTranscription(s, r, at); ok {
+		return in
+	}
 	b := s.newBatch(at)
 	needTurn := !r.InputConsumed || len(r.Steering) > 0 || (r.Turn != nil && r.Turn.Outcome == TurnOutcomeToolCalls)
 	if !needTurn {
@@ -71,7 +74,7 @@ func planBoundary(s *State, r *Run, at int64) Intent {
 	var inputs []EntryInput
 	if !r.InputConsumed {
 		inputs = append(inputs, runActivations(r.Activations)...)
-		inputs = append(inputs, userMessages(r.Input)...)
+		inputs = append(inputs, runInputs(r)...)
 	}
 	for _, st := range r.Steering {
 		inputs = append(inputs, userMessages(st.Input)...)

@@ -27,7 +27,7 @@ type propModel struct {
 }
 
 func newPropModel(t tb) *propModel {
-	return &propModel{h: newHarness(t, testConfig("a", "b")), shadow: core.NewState(), requests: map[string][]core.Entry{}}
+	return &propModel{h: newHarness(t, transcribing("a", "b")), shadow: core.NewState(), requests: map[string][]core.Entry{}}
 }
 
 var texts = []string{"x", "y", "z"}
@@ -57,6 +57,18 @@ func (m *propModel) drawCommand(t *rapid.T) core.Command {
 			res.ContextRevision--
 		default:
 			res.Entries = []core.EntryInput{entryText(core.EntrySummary, "", rapid.SampledFrom(texts).Draw(t, "summary"))}
+		}
+		return res
+	}
+	if in.Kind == core.IntentTranscribe && rapid.IntRange(0, 4).Draw(t, "answerTranscription") > 0 {
+		res := transcribed(at, in.Transcribe, rapid.SampledFrom(texts).Draw(t, "transcript"))
+		switch rapid.IntRange(0, 5).Draw(t, "transcriptionVariant") {
+		case 3:
+			res.Transcripts, res.Failure = nil, &core.Failure{Kind: core.FailureTranscription, Message: "x"}
+		case 4: // stale
+			res.RunID = "r0"
+		case 5: // invalid: a transcript missing
+			res.Transcripts = res.Transcripts[1:]
 		}
 		return res
 	}
@@ -104,6 +116,9 @@ func (m *propModel) drawCommand(t *rapid.T) core.Command {
 		}
 		sub := rapid.SampledFrom([]string{"", "", "sub1", "sub2"}).Draw(t, "submission")
 		cmd := core.StartRun{AtMs: at, RunID: id, SubmissionID: sub, Input: input(rapid.SampledFrom(texts).Draw(t, "text"))}
+		if rapid.IntRange(0, 3).Draw(t, "audio") == 3 {
+			cmd.Input = append(cmd.Input, audio(rapid.SampledFrom([]string{"a.m4a", "b.wav"}).Draw(t, "audioFile"), rapid.SampledFrom(texts).Draw(t, "audioBytes")))
+		}
 		if rapid.IntRange(0, 3).Draw(t, "activate") == 3 {
 			cmd.Activations = []core.EntryInput{entryText(core.EntrySkillActivation, "", rapid.SampledFrom(texts).Draw(t, "skill"))}
 		}
@@ -159,6 +174,9 @@ func (m *propModel) drawCommand(t *rapid.T) core.Command {
 			cfg.Model.APIKind = core.APIAnthropicMessages
 		}
 		cfg.MaxTurns = rapid.IntRange(0, 4).Draw(t, "maxTurns")
+		if rapid.IntRange(0, 3).Draw(t, "transcription") > 0 {
+			cfg.Transcription = &whisper
+		}
 		if rapid.IntRange(0, 2).Draw(t, "compaction") == 2 {
 			cfg.Compaction = &core.Compaction{Mode: core.CompactionProviderStandalone, ThresholdTokens: int64(rapid.IntRange(0, 12).Draw(t, "threshold"))}
 		}
@@ -332,7 +350,7 @@ func TestProperty_RandomCommandSequencesKeepCoreInvariants(t *testing.T) {
 
 		// (d) Determinism: the same commands against an independent
 		// session give byte-identical events.
-		other := newHarness(t, testConfig("a", "b"))
+		other := newHarness(t, transcribing("a", "b"))
 		for _, cmd := range m.cmds {
 			_, _ = other.admit(cmd)
 		}

@@ -221,6 +221,8 @@ func (s *State) applyRun(ev Event) error {
 		s.endRun(r, StatusFailed, ev.Seq)
 	case KindRunCancelled:
 		s.endRun(r, StatusCancelled, ev.Seq)
+	case KindRunTranscriptionRequested, KindRunTranscriptionCompleted:
+		return s.applyTranscription(ev, r)
 	default:
 		return s.applyTurn(ev, r)
 	}

@@ -51,6 +51,11 @@ type Run struct {
 	Error            *Failure
 	AcceptedSeq      int64
 	EndedSeq         int64
+
+	// TranscriptionRequested and Transcripts track the transcription of
+	// audio input before the first turn.
+	TranscriptionRequested bool
+	Transcripts            []Transcript
 }
 
 // Turn is one model round of a run and the tool batch that may follow it.

@@ -21,6 +21,9 @@ type Executor struct {
 	// Files holds the universe's workspaces; nil means sessions cannot use
 	// linked files (their tools report it, refresh derives nothing).
 	Files Files
+	// Transcriber transcribes audio input; nil means a run with audio
+	// fails with a transcription failure.
+	Transcriber Transcriber
 }
 
 // ErrFingerprintMismatch means the context handed to a generation is not the

@@ -25,6 +25,8 @@ type Memory struct {
 	now        func() time.Time
 	workspaces map[string]Workspace
 	snapshots  map[content.Digest]Snapshot
+
+	checkpoints map[string]map[int64]content.Digest // session → seq → blob
 }
 
 type memSession struct {
@@ -34,9 +36,10 @@ type memSession struct {
 }
 
 var (
-	_ SessionLog = (*Memory)(nil)
-	_ Edges      = (*Memory)(nil)
-	_ Workspaces = (*Memory)(nil)
+	_ SessionLog  = (*Memory)(nil)
+	_ Edges       = (*Memory)(nil)
+	_ Workspaces  = (*Memory)(nil)
+	_ Checkpoints = (*Memory)(nil)
 )
 
 // MemoryOption configures NewMemory.
@@ -55,6 +58,8 @@ func NewMemory(blobs blob.Store, opts ...MemoryOption) *Memory {
 		now:        time.Now,
 		workspaces: map[string]Workspace{},
 		snapshots:  map[content.Digest]Snapshot{},
+
+		checkpoints: map[string]map[int64]content.Digest{},
 	}
 	for _, opt := range opts {
 		opt(m)

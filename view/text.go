@@ -10,6 +10,7 @@ import (
 
 	"github.com/cairn-agents/cairn/blob"
 	"github.com/cairn-agents/cairn/content"
+	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/provider/anthropic"
 	"github.com/cairn-agents/cairn/provider/chat"
 	"github.com/cairn-agents/cairn/provider/responses"
@@ -56,6 +57,14 @@ func ProjectText(ctx context.Context, blobs BlobReader, ref content.ContentRef) 
 		return anthropic.ProjectReasoning(data)
 	case anthropic.ProviderKindToolUse, anthropic.ProviderKindBlock:
 		return "", nil
+	case core.ProviderKindTranscript:
+		// A transcript of audio input displays its text; the label naming
+		// the file is the adapters' rendering for the model.
+		rec, err := core.DecodeTranscript(data)
+		if err != nil {
+			return "", err
+		}
+		return rec.Text, nil
 	case "":
 		if strings.HasPrefix(ref.MediaType, "text/") && utf8.Valid(data) {
 			return string(data), nil

@@ -16,6 +16,7 @@ import (
 	"github.com/cairn-agents/cairn/provider/chat"
 	"github.com/cairn-agents/cairn/provider/endpoint"
 	"github.com/cairn-agents/cairn/provider/responses"
+	"github.com/cairn-agents/cairn/provider/transcribe"
 	"github.com/cairn-agents/cairn/runtime"
 	"github.com/cairn-agents/cairn/runtime/local"
 	"github.com/cairn-agents/cairn/store"
@@ -66,12 +67,14 @@ func startHost(ctx context.Context, log store.SessionLog, blobs blob.Store, file
 		return nil, err
 	}
 	exec := &runtime.Executor{
-		Blobs:    blobs,
-		Adapters: adapters(o.resolver, o.transport),
-		Tools:    tools,
-		Files:    files,
+		Blobs:       blobs,
+		Adapters:    adapters(o.resolver, o.transport),
+		Tools:       tools,
+		Files:       files,
+		Transcriber: transcribe.New(o.resolver, &http.Client{Transport: o.transport}),
 	}
-	host := local.New(local.Options{Log: log, Blobs: blobs, Executor: exec, Logger: o.logger})
+	cps, _ := log.(store.Checkpoints) // nil for a log without checkpoints
+	host := local.New(local.Options{Log: log, Blobs: blobs, Executor: exec, Logger: o.logger, Checkpoints: cps})
 	if err := host.Start(ctx); err != nil {
 		host.Close()
 		return nil, err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cairn-agents/cairn/api"
 	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/provider/transcribe"
 	"github.com/cairn-agents/cairn/runtime/temporal"
 	"github.com/cairn-agents/cairn/store/postgres"
 )
@@ -112,6 +113,7 @@ func runWorker(ctx context.Context, cmd *cobra.Command, o serveOptions, tf tempo
 	acts := temporal.NewActivities(func(ctx context.Context, universe string) (temporal.Store, error) {
 		return stores.get(ctx, universe)
 	}, adapters(providerResolver(o), nil), tools)
+	acts.Transcriber = transcribe.New(providerResolver(o), nil)
 	w := temporal.NewWorker(c, tf.queue, acts)
 	if err := w.Start(); err != nil {
 		return err

@@ -142,6 +142,18 @@ func hasNonThinking(blocks []block) bool {
 
 // lowerEntry returns an entry's role and blocks.
 func lowerEntry(e core.Entry, load func(core.Entry) ([]byte, error)) (string, []block, error) {
+	if core.IsTranscript(e.Content) && e.Kind == core.EntryMessage {
+		// A transcript of audio input: user text labelled with its file.
+		data, err := load(e)
+		if err != nil {
+			return "", nil, err
+		}
+		rec, err := core.DecodeTranscript(data)
+		if err != nil {
+			return "", nil, fmt.Errorf("anthropic: entry %s: %w", e.ID, err)
+		}
+		return roleUser, []block{textBlock(rec.ModelText())}, nil
+	}
 	if pk := e.Content.ProviderKind; pk != "" {
 		want, ok := kindOf[pk]
 		if !ok {

@@ -197,6 +197,22 @@ func lowerMessages(ctx context.Context, blobs blob.Store, entries []core.Entry, 
 
 // lowerPlain lowers a non-native entry: a tool result or a text message.
 func lowerPlain(e core.Entry, load func(core.Entry) ([]byte, error)) ([]byte, error) {
+	if core.IsTranscript(e.Content) && e.Kind == core.EntryMessage {
+		// A transcript of audio input: user text labelled with its file.
+		data, err := load(e)
+		if err != nil {
+			return nil, err
+		}
+		rec, err := core.DecodeTranscript(data)
+		if err != nil {
+			return nil, fmt.Errorf("chat: entry %s: %w", e.ID, err)
+		}
+		var b bytes.Buffer
+		b.WriteString(`{"role":"user","content":`)
+		rawjson.WriteString(&b, rec.ModelText())
+		b.WriteByte('}')
+		return b.Bytes(), nil
+	}
 	if e.Content.ProviderKind != "" {
 		return nil, &UnsupportedEntryError{e.ID, e.Kind, "provider kind " + e.Content.ProviderKind + " is not Chat Completions material"}
 	}

@@ -252,6 +252,22 @@ func lowerEntries(ctx context.Context, blobs blob.Store, entries []core.Entry) (
 			}
 			items = append(items, data) // byte for byte, as stored
 
+		case core.IsTranscript(e.Content) && e.Kind == core.EntryMessage:
+			// A transcript of audio input: user text labelled with its file.
+			data, err := load(e)
+			if err != nil {
+				return nil, nil, err
+			}
+			rec, err := core.DecodeTranscript(data)
+			if err != nil {
+				return nil, nil, fmt.Errorf("responses: entry %s: %w", e.ID, err)
+			}
+			var b bytes.Buffer
+			b.WriteString(`{"role":"user","content":`)
+			rawjson.WriteString(&b, rec.ModelText())
+			b.WriteByte('}')
+			items = append(items, b.Bytes())
+
 		case e.Content.ProviderKind != "":
 			return nil, nil, &UnsupportedEntryError{e.ID, e.Kind, "provider kind " + e.Content.ProviderKind + " is not Responses material"}
 

@@ -30,6 +30,10 @@ type Options struct {
 	NewID func(prefix string) string
 	// Retry governs retryable provider errors.
 	Retry RetryPolicy
+	// Checkpoints stores reducer checkpoints (nil: none). The host loads a
+	// session from its latest checkpoint and the events after it, and
+	// writes one per runtime.CheckpointDue after its commits.
+	Checkpoints store.Checkpoints
 }
 
 // RetryPolicy bounds retries of retryable provider errors.
@@ -128,6 +132,9 @@ func (h *Host) Files() runtime.Files { return h.opt.Executor.Files }
 
 // Log is the host's session log.
 func (h *Host) Log() store.SessionLog { return h.opt.Log }
+
+// Checkpoints is the host's checkpoint store (nil if it has none).
+func (h *Host) Checkpoints() store.Checkpoints { return h.opt.Checkpoints }
 
 // ErrHostClosed is returned once Close has been called.
 var ErrHostClosed = errors.New("host is closed")

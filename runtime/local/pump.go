@@ -35,6 +35,9 @@ func (h *Host) pump(s *session) {
 		case core.IntentCompact:
 			h.dispatchCompact(s, *in.Compact)
 			return
+		case core.IntentTranscribe:
+			h.dispatchTranscribe(s, *in.Transcribe)
+			return
 		default:
 			return
 		}
@@ -133,6 +136,31 @@ func (h *Host) dispatchCompact(s *session, w core.CompactWork) {
 	}()
 }
 
+// dispatchTranscribe transcribes a run's audio input before its first turn,
+// retrying retryable provider errors; any other failure fails the run.
+func (h *Host) dispatchTranscribe(s *session, w core.TranscribeWork) {
+	key := "transcribe/" + w.RunID
+	if s.inflight[key] != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(h.ctx)
+	s.inflight[key] = &flight{runID: w.RunID, transcription: true, cancel: cancel}
+	h.work.Add(1)
+	go func() {
+		defer h.work.Done()
+		defer cancel()
+		res, err := withRetry(h, ctx, s.id, func() (core.TranscriptionResult, error) { return h.opt.Executor.Transcribe(ctx, w) })
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			h.opt.Logger.Warn("transcription failed", "session", s.id, "run", w.RunID, "err", err)
+			res = runtime.FailedTranscription(w, err)
+		}
+		h.deliver(s, key, res)
+	}()
+}
+
 func (h *Host) dispatchTool(s *session, runID string, turn int, call core.ToolCall) {
 	key := flightKey(runID, turn, call.CallID)
 	if s.inflight[key] != nil {
@@ -186,6 +214,9 @@ func withTime(cmd core.Command, at int64) core.Command {
 		c.AtMs = at
 		return c
 	case core.CompactionResult:
+		c.AtMs = at
+		return c
+	case core.TranscriptionResult:
 		c.AtMs = at
 		return c
 	}

@@ -3,10 +3,10 @@ package local
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/runtime"
 	"github.com/cairn-agents/cairn/store"
 )
 
@@ -18,6 +18,9 @@ type session struct {
 	drive    *core.Drive
 	inflight map[string]*flight
 	changed  chan struct{}
+	// checkpointSeq is the seq of the session's latest checkpoint (0: none
+	// known), for the checkpoint policy.
+	checkpointSeq int64
 }
 
 // flight is one dispatched generation or tool call.
@@ -27,11 +30,12 @@ type flight struct {
 	callID       string // "" for a generation
 	compactionID string // set for a compaction, and nothing else is
 	cancel       context.CancelFunc
+
+	transcription bool // set for the transcription of runID's audio input
 }
 
-const readPage = 1000
-
-// session returns the loaded session, replaying it from the log on first use.
+// session returns the loaded session, loading it from its latest checkpoint
+// and the log on first use.
 func (h *Host) session(ctx context.Context, id string) (*session, error) {
 	h.mu.Lock()
 	s := h.sessions[id]
@@ -39,7 +43,7 @@ func (h *Host) session(ctx context.Context, id string) (*session, error) {
 	if s != nil {
 		return s, nil
 	}
-	st, err := h.replay(ctx, id)
+	st, rep, err := h.load(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -48,32 +52,16 @@ func (h *Host) session(ctx context.Context, id string) (*session, error) {
 	if s := h.sessions[id]; s != nil {
 		return s, nil // another caller loaded it first
 	}
-	s = &session{id: id, drive: core.NewDrive(st), inflight: map[string]*flight{}, changed: make(chan struct{})}
+	s = &session{id: id, drive: core.NewDrive(st), inflight: map[string]*flight{}, changed: make(chan struct{}),
+		checkpointSeq: rep.CheckpointSeq}
 	h.sessions[id] = s
 	return s, nil
 }
 
-// replay rebuilds a session's state from its whole log.
-func (h *Host) replay(ctx context.Context, id string) (*core.State, error) {
-	st := core.NewState()
-	for {
-		evs, err := h.opt.Log.ReadAfter(ctx, id, st.Head, readPage)
-		if err != nil {
-			return nil, err
-		}
-		for _, ev := range evs {
-			if err := st.Apply(ev); err != nil {
-				return nil, err
-			}
-		}
-		if len(evs) < readPage {
-			break
-		}
-	}
-	if st.Head == 0 {
-		return nil, fmt.Errorf("%w: %s", store.ErrSessionNotFound, id)
-	}
-	return st, nil
+// load rebuilds a session's state from its latest usable checkpoint and the
+// events after it, or from its whole log.
+func (h *Host) load(ctx context.Context, id string) (*core.State, runtime.LoadReport, error) {
+	return runtime.LoadStateReport(ctx, h.opt.Log, h.opt.Checkpoints, h.opt.Blobs, id, h.opt.Logger)
 }
 
 // commit appends one intent's proposals and applies what the store committed.
@@ -83,8 +71,9 @@ func (h *Host) commit(s *session, in core.Intent) error {
 	if err != nil {
 		s.drive.Abandon()
 		if errors.Is(err, store.ErrHeadConflict) {
-			if st, rerr := h.replay(h.ctx, s.id); rerr == nil {
+			if st, rep, rerr := h.load(h.ctx, s.id); rerr == nil {
 				s.drive = core.NewDrive(st)
+				s.checkpointSeq = max(s.checkpointSeq, rep.CheckpointSeq)
 			}
 		}
 		return err
@@ -95,7 +84,25 @@ func (h *Host) commit(s *session, in core.Intent) error {
 	close(s.changed)
 	s.changed = make(chan struct{})
 	h.cancelStale(s)
+	h.checkpoint(s)
 	return nil
+}
+
+// checkpoint writes a checkpoint of the session when the policy says one is
+// due: at an idle boundary, or CheckpointEvery events after the last one.
+// Other commits cost one comparison. A failed write is logged and retried
+// at the next commit that finds one due; the log stays authoritative.
+// The caller holds s.mu.
+func (h *Host) checkpoint(s *session) {
+	st := s.drive.State()
+	if h.opt.Checkpoints == nil || !runtime.CheckpointDue(st, s.checkpointSeq) {
+		return
+	}
+	seq, err := runtime.MaybeCheckpoint(h.ctx, h.opt.Checkpoints, h.opt.Blobs, st, s.checkpointSeq)
+	if err != nil && h.ctx.Err() == nil {
+		h.opt.Logger.Warn("writing a reducer checkpoint failed", "session", s.id, "head", st.Head, "err", err)
+	}
+	s.checkpointSeq = seq
 }
 
 // cancelStale cancels in-flight work whose turn or call is no longer open
@@ -105,6 +112,13 @@ func (h *Host) cancelStale(s *session) {
 	for key, f := range s.inflight {
 		if f.compactionID != "" {
 			if st.Compaction == nil || st.Compaction.ID != f.compactionID {
+				f.cancel()
+				delete(s.inflight, key)
+			}
+			continue
+		}
+		if f.transcription {
+			if r := st.ActiveRun(); r == nil || r.ID != f.runID || !r.AwaitingTranscription() {
 				f.cancel()
 				delete(s.inflight, key)
 			}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -24,6 +25,7 @@ type Store interface {
 	store.SessionLog
 	blob.Store
 	runtime.Files
+	store.Checkpoints
 }
 
 // Stores opens the store of a universe (cached by the caller's implementation).
@@ -35,6 +37,9 @@ type Activities struct {
 	Adapters map[string]provider.Adapter
 	Tools    *runtime.Tools
 	cache    *stateCache
+
+	// Transcriber transcribes audio input (nil: runs with audio fail).
+	Transcriber runtime.Transcriber
 }
 
 // NewActivities returns the activities over stores, adapters and tools.
@@ -56,7 +61,8 @@ func (a *Activities) store(ctx context.Context, universe string) (Store, error) 
 	return st, nil
 }
 
-// Rehydrate rebuilds the session's state from its log and returns it as a
+// Rehydrate rebuilds the session's state from its latest usable checkpoint
+// and the events after it (or its whole log) and returns it as a
 // checkpoint. It also stores the constant blobs every host needs.
 func (a *Activities) Rehydrate(ctx context.Context, in RehydrateIn) (RehydrateOut, error) {
 	st, err := a.store(ctx, in.Universe)
@@ -70,23 +76,18 @@ func (a *Activities) Rehydrate(ctx context.Context, in RehydrateIn) (RehydrateOu
 			return RehydrateOut{}, err
 		}
 	}
-	state := core.NewState()
-	for {
-		evs, err := st.ReadAfter(ctx, in.SessionID, state.Head, 1000)
-		if err != nil && !errors.Is(err, store.ErrSessionNotFound) {
-			return RehydrateOut{}, err
-		}
-		for _, ev := range evs {
-			if err := state.Apply(ev); err != nil {
-				return RehydrateOut{}, temporal.NewNonRetryableApplicationError(err.Error(), "corrupt_log", err)
-			}
-		}
-		if len(evs) < 1000 {
-			break
-		}
-	}
-	if state.Head == 0 {
+	logger := slog.Default().With("universe", in.Universe)
+	state, err := runtime.LoadState(ctx, st, st, st, in.SessionID, logger)
+	var corrupt *core.CorruptError
+	switch {
+	case errors.Is(err, store.ErrSessionNotFound):
 		return RehydrateOut{}, nil
+	case errors.Is(err, runtime.ErrHistoryIncomplete):
+		return RehydrateOut{}, temporal.NewNonRetryableApplicationError(err.Error(), runtime.KindHistoryIncomplete, err)
+	case errors.As(err, &corrupt):
+		return RehydrateOut{}, temporal.NewNonRetryableApplicationError(err.Error(), "corrupt_log", err)
+	case err != nil:
+		return RehydrateOut{}, err
 	}
 	cp, err := core.EncodeCheckpoint(state)
 	return RehydrateOut{Checkpoint: cp}, err

@@ -152,6 +152,16 @@ type CompactIn struct {
 	ContextRevision int64  `json:"contextRevision"`
 }
 
+// TranscribeIn names a run whose audio input is being transcribed; the
+// activity rebuilds the work from the log at Head and reads the audio from
+// the store, so no audio bytes cross into history.
+type TranscribeIn struct {
+	Universe  string `json:"universe"`
+	SessionID string `json:"sessionId"`
+	Head      int64  `json:"head"`
+	RunID     string `json:"runId"`
+}
+
 // RehydrateIn names the session whose state to rebuild.
 type RehydrateIn struct {
 	Universe  string `json:"universe"`

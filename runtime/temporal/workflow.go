@@ -33,6 +33,8 @@ type flight struct {
 	turn          int
 	compactionID  string // set for a compaction, and nothing else is
 	cancel        workflow.CancelFunc
+
+	transcription bool // set for the transcription of runID's audio input
 }
 
 // SessionWorkflow drives one session until it closes, continuing as new when
@@ -131,6 +133,9 @@ func (s *session) pump(ctx workflow.Context) {
 		case core.IntentCompact:
 			s.dispatchCompact(ctx, *in.Compact)
 			return
+		case core.IntentTranscribe:
+			s.dispatchTranscribe(ctx, *in.Transcribe)
+			return
 		default:
 			return
 		}
@@ -193,6 +198,13 @@ func (s *session) cancelStale() {
 	for key, f := range s.inflight {
 		if f.compactionID != "" {
 			if st.Compaction == nil || st.Compaction.ID != f.compactionID {
+				f.cancel()
+				delete(s.inflight, key)
+			}
+			continue
+		}
+		if f.transcription {
+			if r := st.ActiveRun(); r == nil || r.ID != f.runID || !r.AwaitingTranscription() {
 				f.cancel()
 				delete(s.inflight, key)
 			}
@@ -309,6 +321,9 @@ func (s *session) deliver(ctx workflow.Context, key string, cmd core.Command) {
 		c.AtMs = nowMs(ctx)
 		cmd = c
 	case core.CompactionResult:
+		c.AtMs = nowMs(ctx)
+		cmd = c
+	case core.TranscriptionResult:
 		c.AtMs = nowMs(ctx)
 		cmd = c
 	}

@@ -117,6 +117,24 @@ CREATE TABLE snapshots (
 	FOREIGN KEY (universe, manifest) REFERENCES blobs (universe, digest)
 ) WITHOUT ROWID;
 `},
+	// Reducer checkpoints: the state of a session after a seq, as a blob.
+	// A checkpoint row holds its blob: deleting a blob a checkpoint
+	// references fails.
+	{version: 4, sql: `
+CREATE TABLE checkpoints (
+	universe      TEXT    NOT NULL DEFAULT 'default',
+	session_id    TEXT    NOT NULL,
+	seq           INTEGER NOT NULL CHECK (seq > 0),
+	digest        TEXT    NOT NULL, -- "sha256:<hex>" of the core.EncodeCheckpoint bytes
+	created_at_ms INTEGER NOT NULL,
+	PRIMARY KEY (universe, session_id, seq),
+	FOREIGN KEY (universe, session_id) REFERENCES sessions (universe, session_id),
+	FOREIGN KEY (universe, digest) REFERENCES blobs (universe, digest)
+) WITHOUT ROWID;
+
+-- Retention asks whether any checkpoint points at a digest.
+CREATE INDEX checkpoints_digest ON checkpoints (universe, digest);
+`},
 }
 
 // SchemaVersion is the version Open migrates a database to.

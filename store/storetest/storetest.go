@@ -18,8 +18,9 @@ import (
 	"github.com/cairn-agents/cairn/store"
 )
 
-// Run exercises the store.SessionLog contract, and store.Edges and
-// store.Workspaces for backends whose log or blob store implements them. newStores must return an empty log
+// Run exercises the store.SessionLog contract, and store.Edges,
+// store.Workspaces and store.Checkpoints for backends whose log or blob
+// store implements them. newStores must return an empty log
 // and the blob store that log checks refs against (the same object for
 // backends that implement both); register cleanup with t.Cleanup.
 func Run(t *testing.T, newStores func(t *testing.T) (store.SessionLog, blob.Store)) {
@@ -57,6 +58,11 @@ func Run(t *testing.T, newStores func(t *testing.T) (store.SessionLog, blob.Stor
 		{"WorkspaceHeadMustExist", testWorkspaceMissingHead},
 		{"WorkspaceInvalidRequestsAreRejected", testWorkspaceInvalid},
 		{"SnapshotsAreIdempotentRecords", testSnapshots},
+		{"CheckpointsLatestAtOrBelow", testCheckpointsLatest},
+		{"CheckpointRePutReplaces", testCheckpointRePut},
+		{"CheckpointRequiresSessionHeadAndBlob", testCheckpointRequirements},
+		{"CheckpointInvalidRequestsAreRejected", testCheckpointInvalid},
+		{"CheckpointPruneDeletesOlderOnes", testCheckpointPrune},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,39 @@
+package api
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/cairn-agents/cairn/blob"
+	"github.com/cairn-agents/cairn/content"
+	"github.com/cairn-agents/cairn/core"
+)
+
+// audioInput describes an audio input part: {type:"audio", ref, filename},
+// where ref is the ContentRef blobs/put returned for bytes uploaded under an
+// audio/* media type. The bytes must be in the universe already; the
+// session transcribes them before the turn that consumes them.
+func (s call) audioInput(ctx context.Context, i int, part InputPart) (core.InputItem, error) {
+	at := "input[" + strconv.Itoa(i) + "]"
+	switch {
+	case part.Text != "":
+		return core.InputItem{}, invalidParams(at + ".text belongs to text parts; audio names its bytes with ref")
+	case part.Ref == nil || part.Ref.Digest.IsZero():
+		return core.InputItem{}, invalidParams(at + ".ref is required: the ref blobs/put returned for the audio")
+	case !strings.HasPrefix(part.Ref.MediaType, "audio/"):
+		return core.InputItem{}, invalidParams(at + ".ref.mediaType " + strconv.Quote(part.Ref.MediaType) + " is not audio/*; upload the audio with blobs/put and its audio media type")
+	}
+	if err := core.ValidateFilename(part.Filename); err != nil {
+		return core.InputItem{}, invalidParams(at + ".filename: " + err.Error())
+	}
+	missing, err := s.host.Blobs().Missing(ctx, []content.Digest{part.Ref.Digest})
+	if err != nil {
+		return core.InputItem{}, err
+	}
+	if len(missing) > 0 {
+		return core.InputItem{}, &blob.MissingError{Digests: missing}
+	}
+	return core.InputItem{Kind: core.InputAudio, Filename: part.Filename,
+		Content: content.ContentRef{Digest: part.Ref.Digest, MediaType: part.Ref.MediaType}, Preview: "[audio " + part.Filename + "]"}, nil
+}

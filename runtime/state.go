@@ -1,0 +1,243 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/cairn-agents/cairn/blob"
+	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/store"
+)
+
+// loadPage bounds each log read of a load.
+const loadPage = 1000
+
+// CheckpointEvery is the most events a session goes without a checkpoint
+// while it has work; an idle session is checkpointed at once.
+const CheckpointEvery = 1000
+
+// KindHistoryIncomplete is the error kind (JSON-RPC data.kind) of a load
+// that found events missing from the log.
+const KindHistoryIncomplete = "history_incomplete"
+
+// ErrHistoryIncomplete is matched by *HistoryIncompleteError.
+var ErrHistoryIncomplete = errors.New("session history incomplete")
+
+// HistoryIncompleteError says the log lacks events a load needs: an event
+// after Missing-1 is there but Missing is not, or the log ends before the
+// head its catalog records. A load never returns a partial state instead.
+type HistoryIncompleteError struct {
+	SessionID string
+	Missing   int64 // the first seq the log did not return
+	Head      int64 // the session's head as its catalog records it
+}
+
+func (e *HistoryIncompleteError) Error() string {
+	return fmt.Sprintf("session %s: history incomplete: event %d of %d is missing from the log", e.SessionID, e.Missing, e.Head)
+}
+func (e *HistoryIncompleteError) Unwrap() error { return ErrHistoryIncomplete }
+
+// LoadReport says how LoadStateReport built a state.
+type LoadReport struct {
+	// CheckpointSeq is the seq of the checkpoint the state started from; 0
+	// for a replay of the whole log.
+	CheckpointSeq int64
+	// EventsRead counts the events applied from the log.
+	EventsRead int
+	// Fallback says why the latest checkpoint was not used; "" when there
+	// was none or it was used.
+	Fallback string
+}
+
+// LoadState returns a session's current state: its latest usable checkpoint
+// (cps may be nil: none) with the authoritative event tail after it, or a
+// replay of the whole log. A checkpoint is unusable when its blob is
+// missing or unreadable, its format or version is unknown, it fails
+// validation, it is past the log's head, or the tail does not apply to it;
+// the load then replays the whole log and logs why. Events missing from the
+// range a load needs are a *HistoryIncompleteError in both paths; a
+// session without events is store.ErrSessionNotFound.
+func LoadState(ctx context.Context, log store.SessionLog, cps store.Checkpoints, blobs blob.Store, sessionID string, logger *slog.Logger) (*core.State, error) {
+	st, _, err := LoadStateReport(ctx, log, cps, blobs, sessionID, logger)
+	return st, err
+}
+
+// LoadStateReport is LoadState, also reporting how the state was built.
+func LoadStateReport(ctx context.Context, log store.SessionLog, cps store.Checkpoints, blobs blob.Store, sessionID string, logger *slog.Logger) (*core.State, LoadReport, error) {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	var rep LoadReport
+	// The checkpoint is looked up before the head: a checkpoint is written
+	// after its events commit, so one past a head read later is damage,
+	// not a race.
+	var cp *core.State
+	var cpSeq int64
+	if cps != nil {
+		var err error
+		cp, cpSeq, rep.Fallback, err = latestCheckpoint(ctx, cps, blobs, sessionID)
+		if err != nil {
+			return nil, rep, err
+		}
+	}
+	life, err := log.Session(ctx, sessionID)
+	if err != nil {
+		return nil, rep, err
+	}
+	head := life.Head
+	if cp != nil && cpSeq > head {
+		cp, rep.Fallback = nil, fmt.Sprintf("checkpoint at seq %d is past the log head %d", cpSeq, head)
+	}
+	if cp != nil {
+		n, err := readTail(ctx, log, sessionID, cp, head)
+		var corrupt *core.CorruptError
+		if !errors.As(err, &corrupt) {
+			if err != nil {
+				return nil, rep, err
+			}
+			rep.CheckpointSeq, rep.EventsRead = cpSeq, n
+			return cp, rep, nil
+		}
+		rep.Fallback = "the tail does not apply: " + err.Error()
+	}
+	if rep.Fallback != "" {
+		logger.Warn("reducer checkpoint unusable; replaying the whole log",
+			"session", sessionID, "checkpoint", cpSeq, "reason", rep.Fallback)
+	}
+	st := core.NewState()
+	n, err := readTail(ctx, log, sessionID, st, head)
+	if err != nil {
+		return nil, rep, err
+	}
+	if st.Head == 0 {
+		return nil, rep, fmt.Errorf("%w: %s", store.ErrSessionNotFound, sessionID)
+	}
+	rep.EventsRead = n
+	return st, rep, nil
+}
+
+// latestCheckpoint returns the session's latest checkpoint decoded, or a
+// reason it is unusable, or neither when there is none. Only a cancelled
+// context is an error.
+func latestCheckpoint(ctx context.Context, cps store.Checkpoints, blobs blob.Store, sessionID string) (*core.State, int64, string, error) {
+	seq, d, err := cps.LatestCheckpoint(ctx, sessionID, 0)
+	if errors.Is(err, store.ErrCheckpointNotFound) {
+		return nil, 0, "", nil
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, 0, "", ctx.Err()
+		}
+		return nil, 0, "looking it up: " + err.Error(), nil
+	}
+	data, err := blobs.Get(ctx, d)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, 0, "", ctx.Err()
+		}
+		return nil, seq, fmt.Sprintf("reading its blob %s: %v", d, err), nil
+	}
+	st, err := core.DecodeCheckpoint(data)
+	switch {
+	case err != nil:
+		return nil, seq, err.Error(), nil
+	case st.Head != seq:
+		return nil, seq, fmt.Sprintf("recorded at seq %d, its state is at seq %d", seq, st.Head), nil
+	case st.SessionID != sessionID:
+		return nil, seq, fmt.Sprintf("its state is of session %q", st.SessionID), nil
+	}
+	return st, seq, "", nil
+}
+
+// readTail applies the log's events after st.Head to st, through at least
+// head, and returns how many it applied. An event missing from that range
+// is a *HistoryIncompleteError; an event that does not apply is the
+// reducer's *core.CorruptError.
+func readTail(ctx context.Context, log store.SessionLog, sessionID string, st *core.State, head int64) (int, error) {
+	n := 0
+	for {
+		evs, err := log.ReadAfter(ctx, sessionID, st.Head, loadPage)
+		if err != nil {
+			return n, err
+		}
+		if len(evs) == 0 {
+			break
+		}
+		for _, ev := range evs {
+			if ev.Seq > st.Head+1 {
+				return n, &HistoryIncompleteError{SessionID: sessionID, Missing: st.Head + 1, Head: max(head, ev.Seq)}
+			}
+			if err := st.Apply(ev); err != nil {
+				return n, err
+			}
+			n++
+		}
+		// A short page is the end of the log, unless it ends before the head.
+		if len(evs) < loadPage && st.Head >= head {
+			break
+		}
+	}
+	if st.Head < head {
+		return n, &HistoryIncompleteError{SessionID: sessionID, Missing: st.Head + 1, Head: head}
+	}
+	return n, nil
+}
+
+// Idle reports whether a state is at an idle boundary: no active or queued
+// run and no pending compaction.
+func Idle(st *core.State) bool { return !st.HasWork() && st.Compaction == nil }
+
+// CheckpointDue is the checkpoint policy: given a session's state and the
+// seq of its latest checkpoint, a new one is due at an idle boundary with
+// events since that checkpoint, and whenever CheckpointEvery events have
+// passed since it.
+func CheckpointDue(st *core.State, lastSeq int64) bool {
+	if st.Head <= lastSeq || !st.Opened {
+		return false
+	}
+	return Idle(st) || st.Head-lastSeq >= CheckpointEvery
+}
+
+// WriteCheckpoint stores the state's checkpoint blob, records it at its
+// head and prunes the session's older checkpoints.
+func WriteCheckpoint(ctx context.Context, cps store.Checkpoints, blobs blob.Store, st *core.State) error {
+	_, err := writeCheckpoint(ctx, cps, blobs, st)
+	return err
+}
+
+// writeCheckpoint is WriteCheckpoint, also reporting whether the checkpoint
+// was recorded (pruning may still have failed).
+func writeCheckpoint(ctx context.Context, cps store.Checkpoints, blobs blob.Store, st *core.State) (bool, error) {
+	data, err := core.EncodeCheckpoint(st)
+	if err != nil {
+		return false, fmt.Errorf("encoding the checkpoint of %s at %d: %w", st.SessionID, st.Head, err)
+	}
+	d, err := blobs.Put(ctx, data)
+	if err != nil {
+		return false, fmt.Errorf("storing the checkpoint of %s at %d: %w", st.SessionID, st.Head, err)
+	}
+	if err := cps.PutCheckpoint(ctx, st.SessionID, st.Head, d); err != nil {
+		return false, fmt.Errorf("recording the checkpoint of %s at %d: %w", st.SessionID, st.Head, err)
+	}
+	if _, err := cps.PruneCheckpoints(ctx, st.SessionID, st.Head); err != nil {
+		return true, fmt.Errorf("pruning the checkpoints of %s before %d: %w", st.SessionID, st.Head, err)
+	}
+	return true, nil
+}
+
+// MaybeCheckpoint writes a checkpoint of st when CheckpointDue says so and
+// returns the seq of the session's latest checkpoint: st.Head once one was
+// recorded (even if pruning older ones then failed), else lastSeq. A nil
+// cps writes nothing.
+func MaybeCheckpoint(ctx context.Context, cps store.Checkpoints, blobs blob.Store, st *core.State, lastSeq int64) (int64, error) {
+	if cps == nil || !CheckpointDue(st, lastSeq) {
+		return lastSeq, nil
+	}
+	recorded, err := writeCheckpoint(ctx, cps, blobs, st)
+	if recorded {
+		return st.Head, err
+	}
+	return lastSeq, err
+}
