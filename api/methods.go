@@ -41,6 +41,7 @@ func routes() map[string]method {
 		MethodContextRead:      handler(call.readContext),
 		MethodContextAppend:    handler(call.appendContext),
 		MethodContextRemove:    handler(call.removeContext),
+		MethodContextDiff:      handler(call.diffContext),
 		MethodBlobsPut:         handler(call.putBlob),
 		MethodBlobsRead:        handler(call.readBlob),
 		MethodContextCompact:   handler(call.compactContext),
@@ -350,9 +351,12 @@ func (s call) readEvents(ctx context.Context, p EventsReadParams) (EventsReadRes
 	return out, nil
 }
 
-func (s call) readContext(ctx context.Context, p SessionParams) (ContextReadResult, error) {
+func (s call) readContext(ctx context.Context, p ContextReadParams) (ContextReadResult, error) {
 	if err := requireSession(p.SessionID); err != nil {
 		return ContextReadResult{}, err
+	}
+	if p.AtSeq != nil {
+		return s.readContextAt(ctx, p.SessionID, *p.AtSeq)
 	}
 	var out ContextReadResult
 	err := s.host.Inspect(ctx, p.SessionID, func(st *core.State) {

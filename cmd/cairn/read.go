@@ -87,12 +87,17 @@ func eventsCommand() *cobra.Command {
 func contextCommand() *cobra.Command {
 	var cf clientFlags
 	var asJSON bool
+	var at int64
 	cmd := &cobra.Command{
 		Use:   "context SESSION",
-		Short: "Print a session's active context, in request order",
+		Short: "Print a session's active context, in request order (now, or --at a seq)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			res, err := cf.client().ReadContext(cmd.Context(), args[0])
+			c := cf.client()
+			res, err := c.ReadContext(cmd.Context(), args[0])
+			if at > 0 {
+				res, err = c.ReadContextAt(cmd.Context(), args[0], at)
+			}
 			if err != nil {
 				return err
 			}
@@ -117,7 +122,8 @@ func contextCommand() *cobra.Command {
 	}
 	cf.register(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	cmd.AddCommand(contextCompactCommand())
+	cmd.Flags().Int64Var(&at, "at", 0, "the context as it stood after event N")
+	cmd.AddCommand(contextCompactCommand(), contextDiffCommand())
 	return cmd
 }
 

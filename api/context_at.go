@@ -1,0 +1,72 @@
+package api
+
+import (
+	"context"
+	"errors"
+
+	"github.com/cairn-agents/cairn/runtime"
+	"github.com/cairn-agents/cairn/store"
+)
+
+// MethodContextDiff lists the context changes between two points.
+const MethodContextDiff = "session/context/diff"
+
+// ContextReadParams read the active context now, or as it stood after
+// event AtSeq.
+type ContextReadParams struct {
+	SessionID string `json:"sessionId"`
+	AtSeq     *int64 `json:"atSeq,omitempty"`
+}
+
+// ContextDiffParams name two points of a session's log.
+type ContextDiffParams struct {
+	SessionID string `json:"sessionId"`
+	FromSeq   int64  `json:"fromSeq"`
+	ToSeq     int64  `json:"toSeq"`
+}
+
+// ContextDiffResult lists the entries added, removed and superseded, each
+// with the seq of the event that did it, in the order it happened.
+type ContextDiffResult = runtime.ContextDiff
+
+func (s call) checkpoints() store.Checkpoints {
+	if ch, ok := s.host.(CheckpointHost); ok {
+		return ch.Checkpoints()
+	}
+	return nil
+}
+
+// readContextAt replays to atSeq from the nearest checkpoint at or below it.
+func (s call) readContextAt(ctx context.Context, sessionID string, atSeq int64) (ContextReadResult, error) {
+	st, err := runtime.StateAt(ctx, s.host.Log(), s.checkpoints(), s.host.Blobs(), sessionID, atSeq)
+	if errors.Is(err, runtime.ErrSeqPastHead) {
+		return ContextReadResult{}, invalidParams("atSeq must be between 1 and the session's head: " + err.Error())
+	}
+	if err != nil {
+		return ContextReadResult{}, err
+	}
+	return ContextReadResult{Revision: st.Revision, Entries: st.Context()}, nil
+}
+
+func (s call) diffContext(ctx context.Context, p ContextDiffParams) (ContextDiffResult, error) {
+	if err := requireSession(p.SessionID); err != nil {
+		return ContextDiffResult{}, err
+	}
+	d, err := runtime.DiffContext(ctx, s.host.Log(), s.checkpoints(), s.host.Blobs(), p.SessionID, p.FromSeq, p.ToSeq)
+	if errors.Is(err, runtime.ErrSeqPastHead) {
+		return ContextDiffResult{}, invalidParams("need 0 <= fromSeq <= toSeq <= the session's head: " + err.Error())
+	}
+	return d, err
+}
+
+// ReadContextAt calls session/context/read with atSeq.
+func (c *Client) ReadContextAt(ctx context.Context, sessionID string, atSeq int64) (ContextReadResult, error) {
+	var out ContextReadResult
+	return out, c.Call(ctx, MethodContextRead, ContextReadParams{SessionID: sessionID, AtSeq: &atSeq}, &out)
+}
+
+// DiffContext calls session/context/diff.
+func (c *Client) DiffContext(ctx context.Context, p ContextDiffParams) (ContextDiffResult, error) {
+	var out ContextDiffResult
+	return out, c.Call(ctx, MethodContextDiff, p, &out)
+}
