@@ -216,6 +216,18 @@ func (a *Activities) Compact(ctx context.Context, in CompactIn) (core.Compaction
 	return core.CompactionResult{}, err
 }
 
+// Checkpoint stores a reducer checkpoint of the session's state at Head
+// and prunes the older ones.
+func (a *Activities) Checkpoint(ctx context.Context, in CheckpointIn) error {
+	st, err := a.store(ctx, in.Universe)
+	if err != nil {
+		return err
+	}
+	return a.cache.with(ctx, st, in.Universe, in.SessionID, in.Head, func(s *core.State) error {
+		return runtime.WriteCheckpoint(ctx, st, st, s)
+	})
+}
+
 // Refresh derives the material of a session's linked files (instructions,
 // skill catalog, agent menu), stores it and returns entries pointing at it.
 // A link to a workspace or snapshot the universe lacks is a typed rejection.

@@ -88,3 +88,30 @@ func TestTemporal_CompactionRunsAsAnActivityAndHoldsNewRuns(t *testing.T) {
 		t.Fatalf("%d compactions completed", n)
 	}
 }
+
+// The workflow writes a reducer checkpoint when the session goes idle, and
+// Rehydrate then reads only the tail.
+func TestTemporal_CheckpointAtIdleBoundary(t *testing.T) {
+	e := newEnv(t, &script{fn: func(ctx context.Context, _ int, b blob.Store, _ provider.Request) (provider.Output, error) {
+		return answer(ctx, b, "ok")
+	}}, temporal.SessionArgs{})
+	e.create("s1")
+	if r := e.waitRun("s1", e.start("s1", "one")); r.Status != core.StatusCompleted {
+		t.Fatalf("run %s", r.Status)
+	}
+	head, err := e.st.Session(context.Background(), "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		seq, _, err := e.st.LatestCheckpoint(context.Background(), "s1", 0)
+		if err == nil && seq == head.Head {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no checkpoint at the idle head %d (latest %d, %v)", head.Head, seq, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

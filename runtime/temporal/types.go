@@ -162,6 +162,13 @@ type TranscribeIn struct {
 	RunID     string `json:"runId"`
 }
 
+// CheckpointIn names the session state to checkpoint: the state at Head.
+type CheckpointIn struct {
+	Universe  string `json:"universe"`
+	SessionID string `json:"sessionId"`
+	Head      int64  `json:"head"`
+}
+
 // RehydrateIn names the session whose state to rebuild.
 type RehydrateIn struct {
 	Universe  string `json:"universe"`

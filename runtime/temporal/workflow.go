@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/runtime"
 )
 
 // Defaults of the session workflow.
@@ -26,6 +27,10 @@ type session struct {
 	mu       workflow.Mutex
 	inflight map[string]flight
 	dirty    bool
+	// checkpointed is the head of the last checkpoint this run wrote;
+	// checkpointing is set while one is being written.
+	checkpointed  int64
+	checkpointing bool
 }
 
 type flight struct {
@@ -59,7 +64,12 @@ func SessionWorkflow(ctx workflow.Context, args SessionArgs) error {
 		}
 		s.pump(ctx)
 		closed := s.drive.State().Closed && len(s.inflight) == 0
+		due, head := runtime.CheckpointDue(s.drive.State(), s.checkpointed), s.drive.State().Head
 		s.mu.Unlock()
+		if due && !s.checkpointing && workflow.GetVersion(ctx, versionCheckpoint, workflow.DefaultVersion, 1) == 1 {
+			s.checkpointing = true
+			workflow.Go(ctx, func(gctx workflow.Context) { s.checkpoint(gctx, head) })
+		}
 		if closed {
 			return workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
 		}
@@ -396,6 +406,24 @@ func (s *session) lockAfterCompaction(ctx workflow.Context, c core.Command) erro
 			return err
 		}
 	}
+}
+
+// versionCheckpoint marks workflow code that writes reducer checkpoints at
+// idle boundaries and every runtime.CheckpointEvery events.
+const versionCheckpoint = "reducer-checkpoints"
+
+// checkpoint stores a checkpoint of the state at head through an activity
+// (which rebuilds the state from its cache and the log: the state does not
+// cross into history). A failure is logged; the next boundary tries again.
+func (s *session) checkpoint(ctx workflow.Context, head int64) {
+	actCtx := workflow.WithRetryPolicy(s.shortActivity(ctx), temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumAttempts: 3})
+	err := workflow.ExecuteActivity(actCtx, "Checkpoint", CheckpointIn{Universe: s.args.Universe, SessionID: s.args.SessionID, Head: head}).Get(ctx, nil)
+	s.checkpointing = false
+	if err != nil {
+		workflow.GetLogger(ctx).Warn("checkpoint failed", "session", s.args.SessionID, "head", head, "error", err)
+		return
+	}
+	s.checkpointed = head
 }
 
 // versionRefresh marks workflow code that refreshes linked-file material
