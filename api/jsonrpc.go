@@ -60,6 +60,7 @@ type ErrorData struct {
 	Expected *int64   `json:"expected,omitempty"`
 	Actual   *int64   `json:"actual,omitempty"`
 	Missing  []string `json:"missing,omitempty"`
+	SafeSeq  *int64   `json:"safeSeq,omitempty"` // fork_point_inside_run: the largest safe fork point
 }
 
 func (e *Error) Error() string {

@@ -50,6 +50,7 @@ func routes() map[string]method {
 		MethodTranscriptRead:   handler(call.readTranscript),
 	}
 	maps.Copy(m, vfsRoutes())
+	maps.Copy(m, forkRoutes())
 	return m
 }
 
@@ -148,7 +149,7 @@ func (s call) readSession(ctx context.Context, p SessionParams) (SessionReadResu
 		return SessionReadResult{}, err
 	}
 	if sh, ok := s.host.(StatusHost); ok {
-		return sh.SessionStatus(ctx, p.SessionID)
+		return s.withSource(ctx)(sh.SessionStatus(ctx, p.SessionID))
 	}
 	// Current execution state comes from the session's latest checkpoint
 	// and the authoritative event tail (a full replay when the checkpoint is
@@ -179,19 +180,11 @@ func (s call) readSession(ctx context.Context, p SessionParams) (SessionReadResu
 		c.EntryIDs = nil // the ids are in the events; the summary stays small
 		out.Compaction = &c
 	}
-	return out, nil
+	return s.withSource(ctx)(out, nil)
 }
 
 func (s call) listSessions(ctx context.Context, p SessionListParams) (SessionListResult, error) {
-	limit := p.Limit
-	if limit <= 0 || limit > maxSessionList {
-		limit = maxSessionList
-	}
-	list, err := s.host.Log().Sessions(ctx, p.After, limit)
-	if list == nil {
-		list = []core.Lifecycle{}
-	}
-	return SessionListResult{Sessions: list}, err
+	return s.listSessionsPage(ctx, p)
 }
 
 // textInput stores the text parts of an input and describes them.

@@ -68,9 +68,9 @@ func TestProtocolMethodNotFound(t *testing.T) {
 	e := newEnv(t)
 	sid := e.create(t, api.CreateSessionParams{SessionID: "x"})
 	e.unchanged(t, sid, func() {
-		resp := e.postOne(t, `{"jsonrpc":"2.0","id":"abc","method":"session/delete","params":{"sessionId":"x"}}`)
+		resp := e.postOne(t, `{"jsonrpc":"2.0","id":"abc","method":"session/teleport","params":{"sessionId":"x"}}`)
 		wantRPCError(t, resp, api.CodeMethodNotFound, api.KindMethodNotFound, `"abc"`)
-		if !strings.Contains(resp.Error.Message, "session/delete") {
+		if !strings.Contains(resp.Error.Message, "session/teleport") {
 			t.Fatalf("message %q does not name the method", resp.Error.Message)
 		}
 	})

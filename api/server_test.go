@@ -14,6 +14,7 @@ import (
 	"github.com/cairn-agents/cairn/content"
 	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/provider/chat"
+	"github.com/cairn-agents/cairn/store"
 )
 
 var bg = context.Background()
@@ -131,10 +132,11 @@ func TestSessionList(t *testing.T) {
 			t.Fatalf("listed session = %+v", s)
 		}
 	}
-	if !slices.Equal(ids, []string{"list-a", "list-b", "list-c"}) {
-		t.Fatalf("sessions %v, want list-a list-b list-c", ids)
+	// Newest first: list-c was created last.
+	if len(ids) != 3 || ids[0] != "list-c" || !slices.IsSortedFunc(all.Sessions, store.NewestFirst) {
+		t.Fatalf("sessions %v, want all three newest first", ids)
 	}
-	a := all.Sessions[0]
+	a := all.Sessions[slices.Index(ids, "list-a")]
 	if a.LastRunID != run.RunID || a.LastRunStatus != core.StatusCompleted || a.ActiveRunID != "" || a.Head != e.read(t, "list-a").Head {
 		t.Fatalf("list-a after its run = %+v", a)
 	}

@@ -65,15 +65,18 @@ type SessionReadResult struct {
 	QueuedRuns      []RunSummary        `json:"queuedRuns"`
 	// Compaction is the pending standalone compaction, if any.
 	Compaction *core.PendingCompaction `json:"compaction,omitempty"`
+	Source     *SessionSource          `json:"source,omitempty"` // lineage of a fork or clone
 }
 
 type SessionListParams struct {
-	After string `json:"after,omitempty"`
-	Limit int    `json:"limit,omitempty"`
+	Before string `json:"before,omitempty"` // the previous page's cursor (newest first)
+	After  string `json:"after,omitempty"`  // a session id: list by id instead
+	Limit  int    `json:"limit,omitempty"`
 }
 
 type SessionListResult struct {
 	Sessions []core.Lifecycle `json:"sessions"`
+	Cursor   string           `json:"cursor,omitempty"` // pass as before for the next page; absent on the last
 }
 
 // InputPart is one piece of run input: {type:"text", text} or

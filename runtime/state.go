@@ -115,6 +115,7 @@ func LoadStateReport(ctx context.Context, log store.SessionLog, cps store.Checkp
 		return nil, rep, fmt.Errorf("%w: %s", store.ErrSessionNotFound, sessionID)
 	}
 	rep.EventsRead = n
+	st.SessionID = sessionID // a history fork replays its source's session.opened
 	return st, rep, nil
 }
 

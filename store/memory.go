@@ -30,7 +30,9 @@ type Memory struct {
 }
 
 type memSession struct {
-	events    []core.Event
+	events    []core.Event // the session's own events: seqs layout.ForkAt+1…
+	layout    Layout
+	source    *Source
 	lifecycle core.Lifecycle
 	roots     map[content.Digest]struct{}
 }
@@ -40,6 +42,7 @@ var (
 	_ Edges       = (*Memory)(nil)
 	_ Workspaces  = (*Memory)(nil)
 	_ Checkpoints = (*Memory)(nil)
+	_ Catalog     = (*Memory)(nil)
 )
 
 // MemoryOption configures NewMemory.
@@ -118,13 +121,7 @@ func (m *Memory) ReadAfter(ctx context.Context, sessionID string, after int64, l
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", ErrSessionNotFound, sessionID)
 	}
-	// seq n lives at index n-1.
-	lo := min(max(after, 0), int64(len(s.events)))
-	hi := int64(len(s.events))
-	if limit > 0 {
-		hi = min(hi, lo+int64(limit))
-	}
-	return cloneEvents(s.events[lo:hi]), nil
+	return s.layout.ReadAfter(ctx, sessionID, after, limit, m.readRange)
 }
 
 // ReadBefore implements SessionLog.
@@ -135,12 +132,35 @@ func (m *Memory) ReadBefore(ctx context.Context, sessionID string, before int64,
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", ErrSessionNotFound, sessionID)
 	}
-	hi := min(max(before-1, 0), int64(len(s.events)))
-	var lo int64
-	if limit > 0 {
-		lo = max(hi-int64(limit), 0)
+	return s.layout.ReadBefore(ctx, sessionID, before, limit, m.readRange)
+}
+
+// readRange is the RangeReader of the stored events; the caller holds m.mu.
+func (m *Memory) readRange(_ context.Context, owner string, from, to int64, limit int, desc bool) ([]core.Event, error) {
+	s, ok := m.sessions[owner]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s (a fork's source)", ErrSessionNotFound, owner)
 	}
-	return cloneEvents(s.events[lo:hi]), nil
+	// Own seq n lives at index n-1-base.
+	base := s.layout.ForkAt
+	n := int64(len(s.events))
+	lo := min(max(from-base, 0), n)
+	hi := n
+	if to >= 0 {
+		hi = min(max(to-base, lo), n)
+	}
+	if limit > 0 && hi-lo > int64(limit) {
+		if desc {
+			lo = hi - int64(limit)
+		} else {
+			hi = lo + int64(limit)
+		}
+	}
+	out := cloneEvents(s.events[lo:hi])
+	if desc {
+		slices.Reverse(out)
+	}
+	return out, nil
 }
 
 // Session implements SessionLog.

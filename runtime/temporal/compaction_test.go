@@ -2,6 +2,7 @@ package temporal_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -113,5 +114,29 @@ func TestTemporal_CheckpointAtIdleBoundary(t *testing.T) {
 			t.Fatalf("no checkpoint at the idle head %d (latest %d, %v)", head.Head, seq, err)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Closing a session right after a run (while its idle checkpoint may be in
+// flight) is admitted and ends the workflow cleanly.
+func TestTemporal_CloseRightAfterARun(t *testing.T) {
+	e := newEnv(t, &script{fn: func(ctx context.Context, _ int, b blob.Store, _ provider.Request) (provider.Output, error) {
+		return answer(ctx, b, "ok")
+	}}, temporal.SessionArgs{})
+	for i := range 4 {
+		id := fmt.Sprintf("s%d", i)
+		e.create(id)
+		if r := e.waitRun(id, e.start(id, "one")); r.Status != core.StatusCompleted {
+			t.Fatalf("run %s", r.Status)
+		}
+		if _, err := e.gw.Submit(context.Background(), id, core.CloseSession{AtMs: 9, Reason: "done"}); err != nil {
+			t.Fatalf("close %s: %v", id, err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := e.client.GetWorkflow(ctx, temporal.WorkflowID(e.universe, id), "").Get(ctx, nil)
+		cancel()
+		if err != nil {
+			t.Fatalf("workflow of %s: %v", id, err)
+		}
 	}
 }

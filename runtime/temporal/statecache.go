@@ -69,5 +69,6 @@ func (c *stateCache) with(ctx context.Context, log store.SessionLog, universe, s
 			}
 		}
 	}
+	e.state.SessionID = sessionID // a history fork replays its source's session.opened
 	return fn(e.state)
 }

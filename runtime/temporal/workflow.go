@@ -70,11 +70,14 @@ func SessionWorkflow(ctx workflow.Context, args SessionArgs) error {
 			s.checkpointing = true
 			workflow.Go(ctx, func(gctx workflow.Context) { s.checkpoint(gctx, head) })
 		}
+		// Ending or continuing as new waits for handlers and for a checkpoint
+		// in flight: completing with an activity outstanding fails the task.
+		settled := func() bool { return workflow.AllHandlersFinished(ctx) && !s.checkpointing }
 		if closed {
-			return workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
+			return workflow.Await(ctx, settled)
 		}
 		if s.idle() && s.historyLong(ctx) {
-			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+			if err := workflow.Await(ctx, settled); err != nil {
 				return err
 			}
 			if s.idle() {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
@@ -242,31 +243,106 @@ func eventColumns(events []core.Event) eventArrays {
 
 // ReadAfter implements store.SessionLog.
 func (s *Store) ReadAfter(ctx context.Context, sessionID string, after int64, limit int) ([]core.Event, error) {
-	return s.queryEvents(ctx, sessionID, `seq > $3 ORDER BY seq ASC`, after, limit)
+	return s.readEffective(ctx, sessionID, after, limit, false)
 }
 
 // ReadBefore implements store.SessionLog: the newest events below before,
 // returned oldest first.
 func (s *Store) ReadBefore(ctx context.Context, sessionID string, before int64, limit int) ([]core.Event, error) {
-	evs, err := s.queryEvents(ctx, sessionID, `seq < $3 ORDER BY seq DESC`, before, limit)
-	if err != nil {
-		return nil, err
+	return s.readEffective(ctx, sessionID, before, limit, true)
+}
+
+// readEffective reads a session's effective log after (or, backward,
+// before) bound. One round trip asks for the session's layout and its own
+// events in range together; that answers every read of an ordinary session
+// and of a fork's own events, and a read reaching into a fork's inherited
+// prefix then reads it through its sources.
+func (s *Store) readEffective(ctx context.Context, sessionID string, bound int64, limit int, backward bool) ([]core.Event, error) {
+	b := &pgx.Batch{}
+	b.Queue(`SELECT fork_at, fork_depth, fork_segments FROM sessions WHERE universe = $1 AND session_id = $2`, s.universe, sessionID)
+	from, to := bound, int64(-1)
+	if backward {
+		from, to = 0, max(bound-1, 0)
 	}
-	slices.Reverse(evs)
+	s.queueRange(b, sessionID, from, to, limit, backward)
+	br := s.pool.SendBatch(ctx, b)
+	var lay store.Layout
+	var segs []byte
+	err := br.QueryRow().Scan(&lay.ForkAt, &lay.Depth, &segs)
+	found := err == nil
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = nil
+	}
+	var own []core.Event
+	if err == nil {
+		own, err = collectEvents(br)
+	}
+	if closeErr := br.Close(); err == nil {
+		err = closeErr
+	}
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("postgres: read %s: %w", sessionID, err)
+	case !found:
+		return nil, fmt.Errorf("%w: %s", store.ErrSessionNotFound, sessionID)
+	}
+	if segs != nil {
+		if err := json.Unmarshal(segs, &lay.Inherited); err != nil {
+			return nil, fmt.Errorf("postgres: read %s: decode fork segments: %w", sessionID, err)
+		}
+	}
+	reachesPrefix := len(lay.Inherited) > 0 && (!backward && bound < lay.ForkAt || backward && (limit <= 0 || len(own) < limit) && bound-1 > 0)
+	if reachesPrefix {
+		if backward {
+			return lay.ReadBefore(ctx, sessionID, bound, limit, s.readRange)
+		}
+		return lay.ReadAfter(ctx, sessionID, bound, limit, s.readRange)
+	}
+	if backward {
+		slices.Reverse(own)
+	}
+	return own, nil
+}
+
+// readRange is the store.RangeReader of the events table.
+func (s *Store) readRange(ctx context.Context, owner string, from, to int64, limit int, desc bool) ([]core.Event, error) {
+	b := &pgx.Batch{}
+	s.queueRange(b, owner, from, to, limit, desc)
+	br := s.pool.SendBatch(ctx, b)
+	evs, err := collectEvents(br)
+	if closeErr := br.Close(); err == nil {
+		err = closeErr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: read %s: %w", owner, err)
+	}
 	return evs, nil
 }
 
-func (s *Store) queryEvents(ctx context.Context, sessionID, where string, bound int64, limit int) ([]core.Event, error) {
+// queueRange queues the read of owner's stored events with seqs in (from,
+// to] (to < 0: unbounded), ascending or descending, up to limit (<= 0: all).
+func (s *Store) queueRange(b *pgx.Batch, owner string, from, to int64, limit int, desc bool) {
 	var lim *int64 // LIMIT NULL is no limit
 	if limit > 0 {
 		l := int64(limit)
 		lim = &l
 	}
-	rows, err := s.pool.Query(ctx, `SELECT seq, observed_at_ms, kind, version, joins, payload
-		FROM events WHERE universe = $1 AND session_id = $2 AND `+where+` LIMIT $4`,
-		s.universe, sessionID, bound, lim)
+	if to < 0 {
+		to = math.MaxInt64
+	}
+	order := "ASC"
+	if desc {
+		order = "DESC"
+	}
+	b.Queue(`SELECT seq, observed_at_ms, kind, version, joins, payload
+		FROM events WHERE universe = $1 AND session_id = $2 AND seq > $3 AND seq <= $4 ORDER BY seq `+order+` LIMIT $5`,
+		s.universe, owner, from, to, lim)
+}
+
+func collectEvents(br pgx.BatchResults) ([]core.Event, error) {
+	rows, err := br.Query()
 	if err != nil {
-		return nil, fmt.Errorf("postgres: read %s: %w", sessionID, err)
+		return nil, err
 	}
 	evs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (core.Event, error) {
 		var ev core.Event
@@ -275,17 +351,10 @@ func (s *Store) queryEvents(ctx context.Context, sessionID, where string, bound 
 		ev.Payload = payload
 		return ev, err
 	})
-	if err != nil {
-		return nil, fmt.Errorf("postgres: read %s: %w", sessionID, err)
+	if evs == nil {
+		evs = []core.Event{}
 	}
-	if len(evs) == 0 {
-		// Tell "nothing in this range" from "no such session".
-		if _, err := s.Session(ctx, sessionID); err != nil {
-			return nil, err
-		}
-		return []core.Event{}, nil
-	}
-	return evs, nil
+	return evs, err
 }
 
 // Session implements store.SessionLog.

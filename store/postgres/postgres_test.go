@@ -117,7 +117,7 @@ func seedNoise(t *testing.T, s *postgres.Store) {
 			t.Fatalf("seed snapshot: %v", err)
 		}
 	}
-	for _, id := range []string{"s1", "s2", "s-a", "ghost", "unknown", "known", "s0"} {
+	for _, id := range []string{"s1", "s2", "s-a", "ghost", "unknown", "known", "s0", "src", "child", "root", "a", "b", "e", "clone", "keep"} {
 		if _, err := s.Append(ctx, id, 0, []core.Proposal{
 			{ObservedAtMs: 1, Kind: core.KindSessionOpened, Version: core.EventVersion,
 				Payload: []byte(`{"sessionId":"` + id + `"}`)},
@@ -127,6 +127,12 @@ func seedNoise(t *testing.T, s *postgres.Store) {
 				Payload: []byte(`["` + content.Sum([]byte("absent B")).String() + `"]`)},
 		}); err != nil {
 			t.Fatalf("seed session %s: %v", id, err)
+		}
+	}
+	// Forks under ids the fork tests use, of sources they use.
+	for _, f := range []struct{ id, source string }{{"f2", "root"}, {"fork", "src"}, {"new", "src"}, {"d", "a"}} {
+		if _, err := s.Fork(ctx, store.ForkRequest{SessionID: f.id, Source: f.source, AtSeq: 2, AtMs: 1 << 40}); err != nil {
+			t.Fatalf("seed fork %s: %v", f.id, err)
 		}
 	}
 }

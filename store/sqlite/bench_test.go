@@ -11,6 +11,7 @@ import (
 
 	"github.com/cairn-agents/cairn/content"
 	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/store"
 	"github.com/cairn-agents/cairn/store/sqlite"
 )
 
@@ -289,6 +290,42 @@ func BenchmarkReplay10k(b *testing.B) {
 			}
 			if strings.Contains(b.Name(), "200") && live.EntryCount() > bc.maxEntries {
 				b.Fatalf("context has %d entries, want at most %d", live.EntryCount(), bc.maxEntries)
+			}
+		})
+	}
+}
+
+// BenchmarkFork creates history forks of sessions of 1,000 and 100,000
+// events, then reads each fork's latest page (through its source): one
+// catalog row and one bounded read, whatever the source's length.
+func BenchmarkFork(b *testing.B) {
+	for _, n := range []int64{1_000, 100_000} {
+		b.Run(fmt.Sprintf("source=%d", n), func(b *testing.B) {
+			st := benchStore(b)
+			ctx := context.Background()
+			batch := []core.Proposal{{ObservedAtMs: 1, Kind: core.KindSessionOpened, Version: core.EventVersion, Payload: []byte(`{"sessionId":"src"}`)}}
+			for head := int64(0); head < n; {
+				for int64(len(batch)) < min(1000, n-head) {
+					batch = append(batch, core.Proposal{ObservedAtMs: 2, Kind: "test.note", Version: core.EventVersion,
+						Payload: fmt.Appendf(nil, `{"n":%d}`, head+int64(len(batch))+1)})
+				}
+				if _, err := st.Append(ctx, "src", head, batch); err != nil {
+					b.Fatal(err)
+				}
+				head += int64(len(batch))
+				batch = batch[:0]
+			}
+			i := 0
+			for b.Loop() {
+				id := fmt.Sprintf("fork-%d", i)
+				i++
+				if _, err := st.Fork(ctx, store.ForkRequest{SessionID: id, Source: "src", AtSeq: n, AtMs: 1}); err != nil {
+					b.Fatal(err)
+				}
+				page, err := st.ReadBefore(ctx, id, n+1, 50)
+				if err != nil || len(page) != 50 || page[49].Seq != n {
+					b.Fatalf("fork's last page: %d events, %v", len(page), err)
+				}
 			}
 		})
 	}

@@ -103,7 +103,7 @@ func TestVersion3DatabaseGainsCheckpoints(t *testing.T) {
 	}
 	openedSession(t, s, "s1", 2)
 	d := mustPut(t, s, []byte("checkpoint"))
-	for _, q := range []string{`DROP TABLE checkpoints`, `DELETE FROM schema_migrations WHERE version >= 4`} {
+	for _, q := range append(undoLineage, []string{`DROP TABLE checkpoints`, `DELETE FROM schema_migrations WHERE version >= 4`}...) {
 		if _, err := s.writer.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}

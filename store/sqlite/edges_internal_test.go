@@ -45,8 +45,8 @@ func TestVersion1DatabaseGainsEdges(t *testing.T) {
 		t.Fatal(err)
 	}
 	parent, child := mustPut(t, s, []byte("manifest")), mustPut(t, s, []byte("file"))
-	for _, q := range []string{`DROP TABLE checkpoints`, `DROP TABLE snapshots`, `DROP TABLE workspaces`, `DROP TABLE retention_edges`,
-		`DELETE FROM schema_migrations WHERE version >= 2`} {
+	for _, q := range append(undoLineage, []string{`DROP TABLE checkpoints`, `DROP TABLE snapshots`, `DROP TABLE workspaces`, `DROP TABLE retention_edges`,
+		`DELETE FROM schema_migrations WHERE version >= 2`}...) {
 		if _, err := s.writer.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}

@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
+	"math"
 
 	"github.com/cairn-agents/cairn/blob"
 	"github.com/cairn-agents/cairn/content"
@@ -125,33 +125,40 @@ func insertEvents(ctx context.Context, tx *sql.Tx, universe, sessionID string, e
 
 // ReadAfter implements store.SessionLog.
 func (s *Store) ReadAfter(ctx context.Context, sessionID string, after int64, limit int) ([]core.Event, error) {
-	evs, err := s.queryEvents(ctx, sessionID, `seq > ? ORDER BY seq ASC`, after, limit)
+	lay, err := s.layout(ctx, sessionID)
 	if err != nil {
 		return nil, err
 	}
-	return evs, nil
+	return lay.ReadAfter(ctx, sessionID, after, limit, s.readRange)
 }
 
 // ReadBefore implements store.SessionLog: the newest events below before,
 // returned oldest first.
 func (s *Store) ReadBefore(ctx context.Context, sessionID string, before int64, limit int) ([]core.Event, error) {
-	evs, err := s.queryEvents(ctx, sessionID, `seq < ? ORDER BY seq DESC`, before, limit)
+	lay, err := s.layout(ctx, sessionID)
 	if err != nil {
 		return nil, err
 	}
-	slices.Reverse(evs)
-	return evs, nil
+	return lay.ReadBefore(ctx, sessionID, before, limit, s.readRange)
 }
 
-func (s *Store) queryEvents(ctx context.Context, sessionID, where string, bound int64, limit int) ([]core.Event, error) {
+// readRange is the store.RangeReader of the events table.
+func (s *Store) readRange(ctx context.Context, owner string, from, to int64, limit int, desc bool) ([]core.Event, error) {
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
+	if to < 0 {
+		to = math.MaxInt64
+	}
+	order := "ASC"
+	if desc {
+		order = "DESC"
+	}
 	rows, err := s.reader.QueryContext(ctx, `SELECT seq, observed_at_ms, kind, version, joins, payload
-		FROM events WHERE universe = ? AND session_id = ? AND `+where+` LIMIT ?`,
-		s.universe, sessionID, bound, limit)
+		FROM events WHERE universe = ? AND session_id = ? AND seq > ? AND seq <= ? ORDER BY seq `+order+` LIMIT ?`,
+		s.universe, owner, from, to, limit)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: read %s: %w", sessionID, err)
+		return nil, fmt.Errorf("sqlite: read %s: %w", owner, err)
 	}
 	defer rows.Close()
 	evs := []core.Event{}
@@ -160,24 +167,18 @@ func (s *Store) queryEvents(ctx context.Context, sessionID, where string, bound 
 		var joins sql.NullString
 		var payload []byte
 		if err := rows.Scan(&ev.Seq, &ev.ObservedAtMs, &ev.Kind, &ev.Version, &joins, &payload); err != nil {
-			return nil, fmt.Errorf("sqlite: read %s: %w", sessionID, err)
+			return nil, fmt.Errorf("sqlite: read %s: %w", owner, err)
 		}
 		if joins.Valid {
 			if err := json.Unmarshal([]byte(joins.String), &ev.Joins); err != nil {
-				return nil, fmt.Errorf("sqlite: read %s seq %d: decode joins: %w", sessionID, ev.Seq, err)
+				return nil, fmt.Errorf("sqlite: read %s seq %d: decode joins: %w", owner, ev.Seq, err)
 			}
 		}
 		ev.Payload = payload
 		evs = append(evs, ev)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: read %s: %w", sessionID, err)
-	}
-	if len(evs) == 0 {
-		// Tell "nothing in this range" from "no such session".
-		if _, err := s.Session(ctx, sessionID); err != nil {
-			return nil, err
-		}
+		return nil, fmt.Errorf("sqlite: read %s: %w", owner, err)
 	}
 	return evs, nil
 }

@@ -135,6 +135,23 @@ CREATE TABLE checkpoints (
 -- Retention asks whether any checkpoint points at a digest.
 CREATE INDEX checkpoints_digest ON checkpoints (universe, digest);
 `},
+	// Lineage and the newest-first listing. A history fork inherits the
+	// events 1..fork_at of fork_source, read through it (fork_segments is
+	// where its whole inherited prefix is stored, as JSON of
+	// []store.Segment); its own events are the ones under its id. A
+	// configuration-only clone records only clone_source.
+	{version: 5, sql: `
+ALTER TABLE sessions ADD COLUMN fork_source   TEXT;
+ALTER TABLE sessions ADD COLUMN fork_at       INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN fork_depth    INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN fork_segments TEXT;
+ALTER TABLE sessions ADD COLUMN clone_source  TEXT;
+
+-- Deletion asks whether any history fork inherits from a session.
+CREATE INDEX sessions_forks ON sessions (universe, fork_source) WHERE fork_source IS NOT NULL;
+-- session/list pages newest first.
+CREATE INDEX sessions_newest ON sessions (universe, created_at_ms, session_id);
+`},
 }
 
 // SchemaVersion is the version Open migrates a database to.

@@ -91,7 +91,7 @@ func TestVersion2DatabaseGainsWorkspaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := mustPut(t, s, []byte("manifest"))
-	for _, q := range []string{`DROP TABLE checkpoints`, `DROP TABLE snapshots`, `DROP TABLE workspaces`, `DELETE FROM schema_migrations WHERE version >= 3`} {
+	for _, q := range append(undoLineage, []string{`DROP TABLE checkpoints`, `DROP TABLE snapshots`, `DROP TABLE workspaces`, `DELETE FROM schema_migrations WHERE version >= 3`}...) {
 		if _, err := s.writer.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}

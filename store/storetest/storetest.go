@@ -63,6 +63,16 @@ func Run(t *testing.T, newStores func(t *testing.T) (store.SessionLog, blob.Stor
 		{"CheckpointRequiresSessionHeadAndBlob", testCheckpointRequirements},
 		{"CheckpointInvalidRequestsAreRejected", testCheckpointInvalid},
 		{"CheckpointPruneDeletesOlderOnes", testCheckpointPrune},
+		{"ForkReadsThroughItsSource", testForkReadsThroughSource},
+		{"ForkIsClampedToItsPoint", testForkIsClampedToItsPoint},
+		{"ForkOfForkResolvesRecursively", testForkOfFork},
+		{"ForkDepthIsLimited", testForkDepthLimit},
+		{"ForkRequestsAreChecked", testForkRequestsRejected},
+		{"LineageOfForksAndClones", testLineage},
+		{"ForkHasItsOwnRootsAndCheckpoints", testForkRootsAndCheckpoints},
+		{"DeleteOnlyClosedSessions", testDeleteClosedOnly},
+		{"DeleteRespectsForks", testDeleteWithForks},
+		{"SessionsNewestFirst", testSessionsNewestFirst},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/cairn-agents/cairn/api"
+	"github.com/cairn-agents/cairn/core"
+)
+
+// cairn session fork|clone|close|delete against an embedded server.
+func TestSessionCommands(t *testing.T) {
+	s := startVFSServer(t)
+	ctx := demoContext(t)
+	c := api.NewClient(s.url, nil)
+	created, err := c.CreateSession(ctx, api.CreateSessionParams{
+		Model:        core.ModelSelection{ProviderID: "openai", APIKind: core.APIChatCompletions, Model: "gpt-test"},
+		Instructions: "be brief",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := created.SessionID
+	for _, text := range []string{"first", "second"} {
+		if _, err := c.AppendContext(ctx, api.ContextAppendParams{SessionID: sid, Kind: core.EntryMessage, Text: text}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	head, err := c.ReadSession(ctx, sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	out := s.mustCairn(t, "session", "fork", sid)
+	fork, _, _ := strings.Cut(out, " ")
+	if want := fmt.Sprintf("%s (fork of %s at seq %d)\n", fork, sid, head.Head); out != want || fork == sid {
+		t.Fatalf("session fork printed %q, want %q", out, want)
+	}
+	var early api.SessionForkResult
+	if err := json.Unmarshal([]byte(s.mustCairn(t, "session", "fork", sid, "--at", "3", "--id", "early", "--json")), &early); err != nil {
+		t.Fatal(err)
+	}
+	if early != (api.SessionForkResult{SessionID: "early", AtSeq: 3}) {
+		t.Fatalf("session fork --at 3 --json = %+v", early)
+	}
+	cx, err := c.ReadContext(ctx, "early")
+	if err != nil || len(cx.Entries) != 2 || cx.Entries[1].Preview != "first" {
+		t.Fatalf("context of the fork at 3: %+v, %v", cx.Entries, err)
+	}
+	got, err := c.ReadSession(ctx, fork)
+	if err != nil || got.Source == nil || *got.Source != (api.SessionSource{SessionID: sid, AtSeq: head.Head}) {
+		t.Fatalf("session/read of the fork: %+v, %v", got, err)
+	}
+	if _, err := s.cairn(t, "session", "fork", sid, "--at", "99"); err == nil || !strings.Contains(err.Error(), "atSeq") {
+		t.Fatalf("fork past the head: %v", err)
+	}
+
+	out = s.mustCairn(t, "session", "clone", sid)
+	clone, _, _ := strings.Cut(out, " ")
+	if out != clone+" (clone of "+sid+")\n" {
+		t.Fatalf("session clone printed %q", out)
+	}
+	if cx, err := c.ReadContext(ctx, clone); err != nil || len(cx.Entries) != 1 || cx.Entries[0].Preview != "be brief" {
+		t.Fatalf("clone context: %+v, %v", cx, err)
+	}
+
+	if out := s.mustCairn(t, "session", "close", sid, "--reason", "finished"); out != sid+" closed\n" {
+		t.Fatalf("session close printed %q", out)
+	}
+	if _, err := s.cairn(t, "session", "delete", sid); err == nil || !strings.Contains(err.Error(), api.KindSessionHasForks) {
+		t.Fatalf("delete of a session with forks: %v", err)
+	}
+	if _, err := s.cairn(t, "session", "delete", sid, "--cascade"); err == nil || !strings.Contains(err.Error(), api.KindSessionNotClosed) {
+		t.Fatalf("cascade over open forks: %v", err)
+	}
+	s.mustCairn(t, "session", "close", fork)
+	s.mustCairn(t, "session", "close", "early")
+	if out := s.mustCairn(t, "session", "delete", sid, "--cascade"); out != "deleted "+sid+" "+fork+" early\n" && out != "deleted "+sid+" early "+fork+"\n" {
+		t.Fatalf("session delete --cascade printed %q", out)
+	}
+	if _, err := c.ReadSession(ctx, sid); err == nil {
+		t.Fatal("the deleted session still reads")
+	}
+	var list api.SessionListResult
+	if err := json.Unmarshal([]byte(s.mustCairn(t, "sessions", "--json")), &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Sessions) != 1 || list.Sessions[0].SessionID != clone {
+		t.Fatalf("sessions after the delete: %+v", list.Sessions)
+	}
+}
