@@ -51,6 +51,7 @@ func routes() map[string]method {
 	}
 	maps.Copy(m, vfsRoutes())
 	maps.Copy(m, forkRoutes())
+	maps.Copy(m, retentionRoutes())
 	return m
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/cairn-agents/cairn/content"
 )
@@ -14,11 +15,54 @@ type Memory struct {
 	mu    sync.RWMutex
 	blobs map[content.Digest][]byte
 	bytes int64
+	// touched is each blob's last put, the retention grace clock.
+	touched map[content.Digest]time.Time
+	now     func() time.Time
 }
 
 // NewMemory returns an empty memory store.
 func NewMemory() *Memory {
-	return &Memory{blobs: map[content.Digest][]byte{}}
+	return &Memory{blobs: map[content.Digest][]byte{}, touched: map[content.Digest]time.Time{}, now: time.Now}
+}
+
+// SetClock replaces time.Now as the clock of touch times.
+func (m *Memory) SetClock(now func() time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.now = now
+}
+
+// MemoryEntry is a blob of a Memory as retention scans it.
+type MemoryEntry struct {
+	Digest    content.Digest
+	Size      int64
+	TouchedAt time.Time
+}
+
+// Entries returns every blob with its size and last put time, unordered.
+func (m *Memory) Entries() []MemoryEntry {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]MemoryEntry, 0, len(m.blobs))
+	for d, data := range m.blobs {
+		out = append(out, MemoryEntry{Digest: d, Size: int64(len(data)), TouchedAt: m.touched[d]})
+	}
+	return out
+}
+
+// DeleteIf deletes d when it exists and dead(its last put time) holds, in
+// one step with respect to Put, and returns its size.
+func (m *Memory) DeleteIf(d content.Digest, dead func(touchedAt time.Time) bool) (int64, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	data, ok := m.blobs[d]
+	if !ok || !dead(m.touched[d]) {
+		return 0, false
+	}
+	delete(m.blobs, d)
+	delete(m.touched, d)
+	m.bytes -= int64(len(data))
+	return int64(len(data)), true
 }
 
 var _ Store = (*Memory)(nil)
@@ -35,6 +79,10 @@ func (m *Memory) Put(ctx context.Context, data []byte) (content.Digest, error) {
 	if _, ok := m.blobs[d]; !ok {
 		m.blobs[d] = slices.Clone(data)
 		m.bytes += int64(len(data))
+	}
+	// A put of known bytes renews their grace; time never moves backwards.
+	if now := m.now(); now.After(m.touched[d]) {
+		m.touched[d] = now
 	}
 	return d, nil
 }

@@ -38,3 +38,10 @@ func TestMemoryWorkspacesUseItsClock(t *testing.T) {
 		t.Fatalf("PutSnapshot = %+v, %v; want time 2000", s, err)
 	}
 }
+
+func TestMemoryRetentionConformance(t *testing.T) {
+	storetest.RunRetention(t, func(t *testing.T) (store.SessionLog, blob.Store) {
+		blobs := blob.NewMemory()
+		return store.NewMemory(blobs), blobs
+	})
+}

@@ -144,6 +144,13 @@ func TestSessionLogConformance(t *testing.T) {
 	})
 }
 
+func TestRetentionConformance(t *testing.T) {
+	storetest.RunRetention(t, func(t *testing.T) (store.SessionLog, blob.Store) {
+		s := newStore(t, dirObjects(t))
+		return s, s
+	})
+}
+
 func TestBlobConformance(t *testing.T) {
 	blobtest.Run(t, func(t *testing.T) blob.Store { return newStore(t, dirObjects(t)) })
 }

@@ -152,6 +152,11 @@ CREATE INDEX sessions_forks ON sessions (universe, fork_source) WHERE fork_sourc
 -- session/list pages newest first.
 CREATE INDEX sessions_newest ON sessions (universe, created_at_ms, session_id);
 `},
+	// Retention scans the catalog of a universe in (touched_at_ms, digest)
+	// order, from a cursor, up to the grace cutoff.
+	{version: 6, sql: `
+CREATE INDEX IF NOT EXISTS blobs_touched ON blobs (universe, touched_at_ms, digest);
+`},
 }
 
 // SchemaVersion is the version Open migrates a database to.

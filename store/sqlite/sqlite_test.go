@@ -35,3 +35,10 @@ func TestSessionLogConformance(t *testing.T) {
 func TestBlobConformance(t *testing.T) {
 	blobtest.Run(t, func(t *testing.T) blob.Store { return open(t, t.TempDir()) })
 }
+
+func TestRetentionConformance(t *testing.T) {
+	storetest.RunRetention(t, func(t *testing.T) (store.SessionLog, blob.Store) {
+		s := open(t, t.TempDir())
+		return s, s
+	})
+}
