@@ -48,6 +48,7 @@ func routes() map[string]method {
 		MethodSkillsActivate:   handler(call.activateSkill),
 		MethodSkillsDeactivate: handler(call.deactivateSkill),
 		MethodTranscriptRead:   handler(call.readTranscript),
+		MethodCacheReport:      handler(call.cacheReport),
 	}
 	maps.Copy(m, vfsRoutes())
 	maps.Copy(m, forkRoutes())

@@ -533,9 +533,12 @@ func admitGeneration(s *State, c GenerationResult) (Admission, error) {
 			}
 		}
 	}
+	if err := c.Cache.validate(); err != nil {
+		return Admission{}, err
+	}
 	joins := turnJoins(r.ID, t.N)
 	b := s.newBatch(c.AtMs)
-	b.add(KindTurnGenerationCompleted, joins, TurnGenerationCompleted{RunID: r.ID, Turn: t.N, Finish: c.Finish, ResponseID: c.ResponseID, Usage: c.Usage, ToolCalls: calls, Failure: c.Failure})
+	b.add(KindTurnGenerationCompleted, joins, TurnGenerationCompleted{RunID: r.ID, Turn: t.N, Finish: c.Finish, ResponseID: c.ResponseID, Usage: c.Usage, ToolCalls: calls, Failure: c.Failure, Cache: c.Cache})
 	for i := range entries {
 		entries[i].Key, entries[i].Scope = "", ""
 	}

@@ -86,6 +86,9 @@ type GenerationResult struct {
 	// Failure ends the run as failed (refusal, output limit, terminal
 	// provider error, runtime failure); entries, if any, are still applied.
 	Failure *Failure `json:"failure,omitempty"`
+	// Cache describes the request sent (see CacheFacts); nil when no request
+	// was built or the adapter reports none.
+	Cache *CacheFacts `json:"cache,omitempty"`
 }
 
 // ToolResult reports one finished tool call.

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cairn-agents/cairn/content"
 	"github.com/cairn-agents/cairn/core"
 )
 
@@ -45,6 +46,7 @@ func goldenScenario(t *testing.T) *harness {
 	g := h.expectGenerate()
 	res := generationWithCalls(h.tick(), g, call("call-1", "search"), call("call-2", "shell"))
 	res.ResponseID, res.Usage = "resp-1", core.Usage{InputTokens: 120, OutputTokens: 30, CachedInputTokens: 64}
+	res.Cache = goldenCacheFacts(g)
 	h.mustAdmit(res)
 	w := h.expectTools()
 	h.mustAdmit(toolResult(h.tick(), w, "call-1", core.CallOK, `{"changes":["parser fix"]}`))
@@ -78,6 +80,25 @@ func goldenScenario(t *testing.T) *harness {
 		Failure: &core.Failure{Kind: core.FailureTranscription, Message: "provider error (terminal, HTTP 400): unsupported audio"}})
 	h.mustAdmit(core.CloseSession{AtMs: h.tick(), Reason: "done"})
 	return h
+}
+
+// goldenCacheFacts are request facts as the executor records them: the
+// request's segments (tools, instructions, messages) stored as a list.
+func goldenCacheFacts(g *core.GenerateWork) *core.CacheFacts {
+	var segs []core.CacheSegment
+	for _, name := range g.Config.Tools {
+		segs = append(segs, core.NewCacheSegment(core.SegmentTool, name, []byte(`{"name":"`+name+`"}`), nil))
+	}
+	for _, e := range g.Entries {
+		segs = append(segs, core.NewCacheSegment(e.Kind, "", []byte(e.Content.Digest.String()), []core.Entry{e}))
+	}
+	list, err := core.EncodeSegments(segs)
+	if err != nil {
+		panic(err)
+	}
+	return &core.CacheFacts{ProviderID: g.Config.Model.ProviderID, APIKind: g.Config.Model.APIKind, Model: g.Config.Model.Model,
+		RequestBytes: 2048, SegmentBytes: core.SegmentTotal(segs), SegmentCount: len(segs),
+		Segments: content.Ref(list, core.MediaRequestSegments, "")}
 }
 
 // declaredKinds reads every Kind* constant from kinds.go, so a new event

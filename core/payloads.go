@@ -99,6 +99,8 @@ type TurnGenerationCompleted struct {
 	Usage      Usage      `json:"usage"`
 	ToolCalls  []ToolCall `json:"toolCalls,omitempty"`
 	Failure    *Failure   `json:"failure,omitempty"`
+	// Cache is the request's prompt-cache facts (optional; see CacheFacts).
+	Cache *CacheFacts `json:"cache,omitempty"`
 }
 
 // Turn outcomes.

@@ -47,7 +47,18 @@ type Output struct {
 	// Failure is set when the provider ended the turn in a way that fails the
 	// run (refusal, output limit); the native bytes are still stored.
 	Failure *core.Failure
+	// RequestBytes and Segments describe the request the adapter sent (its
+	// first, when a turn took several): the body's size, and its cacheable
+	// segments in the order providers match prefixes — tools, instructions,
+	// then each message, block or item. Digests cover the lowered bytes
+	// without per-request cache markers. Both are zero when the adapter does
+	// not report them.
+	RequestBytes int64
+	Segments     []Segment
 }
+
+// Segment is one cacheable piece of a lowered request (see core.CacheSegment).
+type Segment = core.CacheSegment
 
 // Adapter lowers a request to one API kind's native form, calls the provider,
 // stores the native response in CAS and returns facts and refs.

@@ -55,7 +55,28 @@ func (x *Executor) Generate(ctx context.Context, sessionID string, w core.Genera
 	return core.GenerationResult{
 		RunID: w.RunID, Turn: w.Turn, Entries: out.Entries, ToolCalls: out.ToolCalls,
 		Finish: out.Finish, ResponseID: out.ResponseID, Usage: out.Usage, Failure: out.Failure,
+		Cache: x.cacheFacts(ctx, w.Config.Model, out),
 	}, nil
+}
+
+// cacheFacts stores the request's segment list and describes it; nil when
+// the adapter reported no segments. The provider has answered by now, so a
+// failure to store the list drops the facts rather than the answer (the
+// prompt-cache report skips a generation without them).
+func (x *Executor) cacheFacts(ctx context.Context, model core.ModelSelection, out provider.Output) *core.CacheFacts {
+	if len(out.Segments) == 0 {
+		return nil
+	}
+	data, err := core.EncodeSegments(out.Segments)
+	if err != nil {
+		return nil
+	}
+	ref, err := blob.PutRef(ctx, x.Blobs, data, core.MediaRequestSegments, "")
+	if err != nil {
+		return nil
+	}
+	return &core.CacheFacts{ProviderID: model.ProviderID, APIKind: model.APIKind, Model: model.Model, RequestBytes: out.RequestBytes,
+		SegmentBytes: core.SegmentTotal(out.Segments), SegmentCount: len(out.Segments), Segments: ref}
 }
 
 // FailedGeneration turns a generation error the host will not retry into the

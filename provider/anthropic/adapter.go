@@ -62,9 +62,14 @@ func (a *Adapter) Generate(ctx context.Context, blobs blob.Store, req provider.R
 		return provider.Output{}, err
 	}
 
+	segs, err := conv.segments(req.Tools)
+	if err != nil {
+		return provider.Output{}, err
+	}
 	var (
-		resps  []response
-		paused []block // every block so far, sent back after a pause
+		resps     []response
+		paused    []block // every block so far, sent back after a pause
+		firstSize int64   // the first request's body: the one the next turn's prefix follows
 	)
 	for n := 0; ; n++ {
 		sent := conv
@@ -76,6 +81,9 @@ func (a *Adapter) Generate(ctx context.Context, blobs blob.Store, req provider.R
 		body, err := sent.body(req.Model.Model, p, req.Tools)
 		if err != nil {
 			return provider.Output{}, err
+		}
+		if n == 0 {
+			firstSize = int64(len(body))
 		}
 		raw, err := a.post(ctx, ep, body)
 		if err != nil {
@@ -100,6 +108,7 @@ func (a *Adapter) Generate(ctx context.Context, blobs blob.Store, req provider.R
 	if err != nil {
 		return provider.Output{}, decodeFailure(err, ep)
 	}
+	out.RequestBytes, out.Segments = firstSize, segs
 	return out, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 
+	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/provider/rawjson"
 )
 
@@ -14,6 +15,10 @@ import (
 type block struct {
 	raw []byte
 	typ string
+	// src is the context entry the block was lowered from (nil for blocks
+	// built during a request, such as a pause continuation); it only
+	// labels the block's cache segment.
+	src *core.Entry
 }
 
 // parseBlock reads a content block's type; the block must be a JSON object

@@ -75,12 +75,17 @@ func lowerContext(ctx context.Context, blobs blob.Store, entries []core.Entry) (
 			if err != nil {
 				return conversation{}, err
 			}
-			c.system = append(c.system, textBlock(text))
+			b := textBlock(text)
+			b.src = &e
+			c.system = append(c.system, b)
 			continue
 		}
 		role, blocks, err := lowerEntry(e, load)
 		if err != nil {
 			return conversation{}, err
+		}
+		for i := range blocks {
+			blocks[i].src = &e
 		}
 		c.messages = appendBlocks(c.messages, role, blocks)
 	}
@@ -402,6 +407,43 @@ func (c conversation) body(model string, p params, tools []provider.Tool) ([]byt
 	}
 	buf.WriteString(`]}`)
 	return buf.Bytes(), nil
+}
+
+// segments cuts the request c makes with tools into its cache segments, in
+// the order of Anthropic's cache hierarchy: each tool, each system block,
+// then each message block. Anthropic matches cached prefixes block by
+// block, so a message that gains blocks keeps the prefix up to them. A
+// block's digest covers its bytes without a cache marker (markers move from
+// request to request and are not cached content) and its message's role.
+func (c conversation) segments(tools []provider.Tool) ([]provider.Segment, error) {
+	segs := make([]provider.Segment, 0, len(tools)+len(c.system)+2*len(c.messages))
+	for _, t := range tools {
+		var tb bytes.Buffer
+		if err := writeTool(&tb, t, nil); err != nil {
+			return nil, err
+		}
+		segs = append(segs, core.NewCacheSegment(core.SegmentTool, t.Name, tb.Bytes(), nil))
+	}
+	for _, b := range c.system {
+		segs = append(segs, core.NewCacheSegment(core.SegmentInstructions, "", b.raw, b.sources()))
+	}
+	for _, m := range c.messages {
+		for _, b := range m.blocks {
+			kind := core.EntryMessage
+			if b.src != nil {
+				kind = b.src.Kind
+			}
+			segs = append(segs, core.NewCacheSegment(kind, "", b.raw, b.sources(), []byte(m.role)))
+		}
+	}
+	return segs, nil
+}
+
+func (b block) sources() []core.Entry {
+	if b.src == nil {
+		return nil
+	}
+	return []core.Entry{*b.src}
 }
 
 // writeTool writes {name, description?, input_schema} and the cache marker

@@ -48,7 +48,7 @@ func (a *Adapter) Generate(ctx context.Context, blobs blob.Store, req provider.R
 	if err != nil {
 		return provider.Output{}, fmt.Errorf("chat: %w", err)
 	}
-	body, err := Lower(ctx, blobs, req, LowerOptions{ReasoningField: ep.ReasoningField})
+	body, segs, err := lowerWithSegments(ctx, blobs, req, LowerOptions{ReasoningField: ep.ReasoningField})
 	if err != nil {
 		return provider.Output{}, err
 	}
@@ -60,6 +60,7 @@ func (a *Adapter) Generate(ctx context.Context, blobs blob.Store, req provider.R
 	if err != nil {
 		return provider.Output{}, decodeFailure(err, ep)
 	}
+	out.RequestBytes, out.Segments = int64(len(body)), segs
 	return out, nil
 }
 

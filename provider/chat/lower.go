@@ -42,12 +42,33 @@ func (e *UnsupportedEntryError) Error() string {
 // activations, summaries) as role "user", or "assistant" for a non-native
 // assistant message.
 func Lower(ctx context.Context, blobs blob.Store, req provider.Request, opts LowerOptions) ([]byte, error) {
+	body, _, err := lowerWithSegments(ctx, blobs, req, opts)
+	return body, err
+}
+
+// lowerWithSegments is Lower that also cuts the request into its cache
+// segments: each tool, then each message (the system message is the
+// instructions segment).
+func lowerWithSegments(ctx context.Context, blobs blob.Store, req provider.Request, opts LowerOptions) ([]byte, []provider.Segment, error) {
 	if req.Model.Model == "" {
-		return nil, fmt.Errorf("chat: request has no model")
+		return nil, nil, fmt.Errorf("chat: request has no model")
 	}
-	msgs, err := lowerMessages(ctx, blobs, req.Entries, opts)
+	lowered, err := lowerMessageList(ctx, blobs, req.Entries, opts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	msgs := make([][]byte, len(lowered))
+	segs := make([]provider.Segment, 0, len(req.Tools)+len(lowered))
+	for _, t := range req.Tools {
+		var tb bytes.Buffer
+		if err := writeTool(&tb, t); err != nil {
+			return nil, nil, err
+		}
+		segs = append(segs, core.NewCacheSegment(core.SegmentTool, t.Name, tb.Bytes(), nil))
+	}
+	for i, m := range lowered {
+		msgs[i] = m.raw
+		segs = append(segs, core.NewCacheSegment(m.kind, "", m.raw, m.entries))
 	}
 	var buf bytes.Buffer
 	buf.WriteString(`{"model":`)
@@ -67,7 +88,7 @@ func Lower(ctx context.Context, blobs blob.Store, req provider.Request, opts Low
 				buf.WriteByte(',')
 			}
 			if err := writeTool(&buf, t); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 		buf.WriteByte(']')
@@ -77,7 +98,7 @@ func Lower(ctx context.Context, blobs blob.Store, req provider.Request, opts Low
 		rawjson.WriteString(&buf, key)
 	}
 	buf.WriteByte('}')
-	return buf.Bytes(), nil
+	return buf.Bytes(), segs, nil
 }
 
 func writeTool(buf *bytes.Buffer, t provider.Tool) error {
@@ -104,6 +125,27 @@ func writeTool(buf *bytes.Buffer, t provider.Tool) error {
 
 // lowerMessages returns the request's messages, each as exact bytes.
 func lowerMessages(ctx context.Context, blobs blob.Store, entries []core.Entry, opts LowerOptions) ([][]byte, error) {
+	lowered, err := lowerMessageList(ctx, blobs, entries, opts)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]byte, len(lowered))
+	for i, m := range lowered {
+		out[i] = m.raw
+	}
+	return out, nil
+}
+
+// loweredMessage is one request message, the kind of segment it is and the
+// entries it was made from.
+type loweredMessage struct {
+	raw     []byte
+	kind    string
+	entries []core.Entry
+}
+
+// lowerMessageList returns the request's messages with their sources.
+func lowerMessageList(ctx context.Context, blobs blob.Store, entries []core.Entry, opts LowerOptions) ([]loweredMessage, error) {
 	load := func(e core.Entry) ([]byte, error) {
 		data, err := blobs.Get(ctx, e.Content.Digest)
 		if err != nil {
@@ -112,10 +154,11 @@ func lowerMessages(ctx context.Context, blobs blob.Store, entries []core.Entry, 
 		return data, nil
 	}
 
-	var out [][]byte
+	var out []loweredMessage
 
 	// Instructions come first in the context; they become one system message.
 	var system []string
+	var sources []core.Entry
 	for _, e := range entries {
 		if e.Kind != core.EntryInstructions {
 			continue
@@ -125,13 +168,14 @@ func lowerMessages(ctx context.Context, blobs blob.Store, entries []core.Entry, 
 			return nil, err
 		}
 		system = append(system, text)
+		sources = append(sources, e)
 	}
 	if len(system) > 0 {
 		var b bytes.Buffer
 		b.WriteString(`{"role":"system","content":`)
 		rawjson.WriteString(&b, strings.Join(system, "\n\n"))
 		b.WriteByte('}')
-		out = append(out, b.Bytes())
+		out = append(out, loweredMessage{raw: b.Bytes(), kind: core.SegmentInstructions, entries: sources})
 	}
 
 	var g group
@@ -140,11 +184,12 @@ func lowerMessages(ctx context.Context, blobs blob.Store, entries []core.Entry, 
 			return nil
 		}
 		m, err := g.lower(load, opts)
+		kind, src := g.sources()
 		g = group{}
 		if err != nil || m == nil {
 			return err
 		}
-		out = append(out, m)
+		out = append(out, loweredMessage{raw: m, kind: kind, entries: src})
 		return nil
 	}
 
@@ -187,7 +232,7 @@ func lowerMessages(ctx context.Context, blobs blob.Store, entries []core.Entry, 
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, m)
+		out = append(out, loweredMessage{raw: m, kind: e.Kind, entries: []core.Entry{e}})
 	}
 	if err := flush(); err != nil {
 		return nil, err
@@ -281,6 +326,21 @@ type group struct {
 	reasoning *core.Entry
 	message   *core.Entry
 	calls     []core.Entry
+}
+
+// sources returns the segment kind of the group's message (message, or
+// tool_call without a message) and the entries folded into it.
+func (g *group) sources() (string, []core.Entry) {
+	var src []core.Entry
+	kind := core.EntryToolCall
+	if g.reasoning != nil {
+		src = append(src, *g.reasoning)
+	}
+	if g.message != nil {
+		src = append(src, *g.message)
+		kind = core.EntryMessage
+	}
+	return kind, append(src, g.calls...)
 }
 
 // lower folds the group into one assistant message, or nil when it has nothing

@@ -61,16 +61,40 @@ func (e *UnsupportedEntryError) Error() string {
 // entries (catalogs, skill activations, summaries) as {"role":"user",
 // "content":text}; a runtime-authored assistant text as role "assistant".
 func Lower(ctx context.Context, blobs blob.Store, req provider.Request, opts LowerOptions) ([]byte, error) {
+	body, _, err := lowerWithSegments(ctx, blobs, req, opts)
+	return body, err
+}
+
+// lowerWithSegments is Lower that also cuts the request into its cache
+// segments: each tool, the instructions, then each input item.
+func lowerWithSegments(ctx context.Context, blobs blob.Store, req provider.Request, opts LowerOptions) ([]byte, []provider.Segment, error) {
 	if req.Model.Model == "" {
-		return nil, fmt.Errorf("responses: request has no model")
+		return nil, nil, fmt.Errorf("responses: request has no model")
 	}
 	p, err := parseParams(req.Params)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	instructions, items, err := lowerEntries(ctx, blobs, req.Entries)
+	l, err := lowerEntryList(ctx, blobs, req.Entries)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	instructions, items := l.instructions, l.raws()
+	segs := make([]provider.Segment, 0, len(req.Tools)+1+len(items))
+	for _, t := range req.Tools {
+		var tb bytes.Buffer
+		if err := writeTool(&tb, t); err != nil {
+			return nil, nil, err
+		}
+		segs = append(segs, core.NewCacheSegment(core.SegmentTool, t.Name, tb.Bytes(), nil))
+	}
+	if instructions != nil {
+		var ib bytes.Buffer
+		rawjson.WriteString(&ib, *instructions)
+		segs = append(segs, core.NewCacheSegment(core.SegmentInstructions, "", ib.Bytes(), l.instructionEntries))
+	}
+	for _, it := range l.items {
+		segs = append(segs, core.NewCacheSegment(it.entry.Kind, "", it.raw, []core.Entry{it.entry}))
 	}
 
 	var buf bytes.Buffer
@@ -85,14 +109,14 @@ func Lower(ctx context.Context, blobs blob.Store, req provider.Request, opts Low
 		seen := make(map[string]bool, len(req.Tools))
 		for i, t := range req.Tools {
 			if seen[t.Name] {
-				return nil, fmt.Errorf("responses: tool %q is listed twice", t.Name)
+				return nil, nil, fmt.Errorf("responses: tool %q is listed twice", t.Name)
 			}
 			seen[t.Name] = true
 			if i > 0 {
 				buf.WriteByte(',')
 			}
 			if err := writeTool(&buf, t); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 		buf.WriteByte(']')
@@ -106,7 +130,7 @@ func Lower(ctx context.Context, blobs blob.Store, req provider.Request, opts Low
 	}
 	p.write(&buf, provider.PromptCacheKey(req.SessionID), cm, opts)
 	buf.WriteByte('}')
-	return buf.Bytes(), nil
+	return buf.Bytes(), segs, nil
 }
 
 // write appends the parameter members of the body; contextMgmt, when not
@@ -215,6 +239,38 @@ func writeTool(buf *bytes.Buffer, t provider.Tool) error {
 // lowerEntries returns the joined instructions (nil when there are none) and
 // the input items, each as exact bytes, in context order.
 func lowerEntries(ctx context.Context, blobs blob.Store, entries []core.Entry) (*string, [][]byte, error) {
+	l, err := lowerEntryList(ctx, blobs, entries)
+	if err != nil {
+		return nil, nil, err
+	}
+	return l.instructions, l.raws(), nil
+}
+
+// loweredItem is one input item and the entry it was made from.
+type loweredItem struct {
+	raw   []byte
+	entry core.Entry
+}
+
+// loweredEntries are the joined instructions with their entries, and the
+// input items with theirs.
+type loweredEntries struct {
+	instructions       *string
+	instructionEntries []core.Entry
+	items              []loweredItem
+}
+
+func (l loweredEntries) raws() [][]byte {
+	out := make([][]byte, len(l.items))
+	for i, it := range l.items {
+		out[i] = it.raw
+	}
+	return out
+}
+
+// lowerEntryList lowers entries to the joined instructions and the input
+// items, keeping which entries each came from.
+func lowerEntryList(ctx context.Context, blobs blob.Store, entries []core.Entry) (loweredEntries, error) {
 	load := func(e core.Entry) ([]byte, error) {
 		data, err := blobs.Get(ctx, e.Content.Digest)
 		if err != nil {
@@ -223,16 +279,18 @@ func lowerEntries(ctx context.Context, blobs blob.Store, entries []core.Entry) (
 		return data, nil
 	}
 
+	var l loweredEntries
 	var system []string
-	items := make([][]byte, 0, len(entries))
+	l.items = make([]loweredItem, 0, len(entries))
 	for i, e := range entries {
 		switch {
 		case e.Kind == core.EntryInstructions:
 			text, err := entryText(e, load)
 			if err != nil {
-				return nil, nil, err
+				return l, err
 			}
 			system = append(system, text)
+			l.instructionEntries = append(l.instructionEntries, e)
 
 		case e.Content.ProviderKind == ProviderKindItem:
 			if e.Kind == core.EntryReasoning && !followedByItem(entries, i) {
@@ -245,45 +303,45 @@ func lowerEntries(ctx context.Context, blobs blob.Store, entries []core.Entry) (
 			}
 			data, err := load(e)
 			if err != nil {
-				return nil, nil, err
+				return l, err
 			}
 			if !isObject(data) {
-				return nil, nil, fmt.Errorf("responses: entry %s: stored item is not a JSON object", e.ID)
+				return l, fmt.Errorf("responses: entry %s: stored item is not a JSON object", e.ID)
 			}
-			items = append(items, data) // byte for byte, as stored
+			l.items = append(l.items, loweredItem{data, e}) // byte for byte, as stored
 
 		case core.IsTranscript(e.Content) && e.Kind == core.EntryMessage:
 			// A transcript of audio input: user text labelled with its file.
 			data, err := load(e)
 			if err != nil {
-				return nil, nil, err
+				return l, err
 			}
 			rec, err := core.DecodeTranscript(data)
 			if err != nil {
-				return nil, nil, fmt.Errorf("responses: entry %s: %w", e.ID, err)
+				return l, fmt.Errorf("responses: entry %s: %w", e.ID, err)
 			}
 			var b bytes.Buffer
 			b.WriteString(`{"role":"user","content":`)
 			rawjson.WriteString(&b, rec.ModelText())
 			b.WriteByte('}')
-			items = append(items, b.Bytes())
+			l.items = append(l.items, loweredItem{b.Bytes(), e})
 
 		case e.Content.ProviderKind != "":
-			return nil, nil, &UnsupportedEntryError{e.ID, e.Kind, "provider kind " + e.Content.ProviderKind + " is not Responses material"}
+			return l, &UnsupportedEntryError{e.ID, e.Kind, "provider kind " + e.Content.ProviderKind + " is not Responses material"}
 
 		default:
 			item, err := lowerPlain(e, load)
 			if err != nil {
-				return nil, nil, err
+				return l, err
 			}
-			items = append(items, item)
+			l.items = append(l.items, loweredItem{item, e})
 		}
 	}
-	if len(system) == 0 {
-		return nil, items, nil
+	if len(system) > 0 {
+		joined := strings.Join(system, "\n\n")
+		l.instructions = &joined
 	}
-	joined := strings.Join(system, "\n\n")
-	return &joined, items, nil
+	return l, nil
 }
 
 // followedByItem reports whether the reasoning entry at i is followed, past
