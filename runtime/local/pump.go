@@ -3,7 +3,6 @@ package local
 import (
 	"context"
 	"errors"
-	"strconv"
 	"time"
 
 	"github.com/cairn-agents/cairn/core"
@@ -58,17 +57,14 @@ func (h *Host) retryPumpLater(s *session) {
 	}()
 }
 
-func flightKey(runID string, turn int, callID string) string {
-	return runID + "/" + strconv.Itoa(turn) + "/" + callID
-}
-
 func (h *Host) dispatchGenerate(s *session, w core.GenerateWork) {
-	key := flightKey(w.RunID, w.Turn, "")
+	work := core.Work{RunID: w.RunID, Turn: w.Turn}
+	key := work.Key()
 	if s.inflight[key] != nil {
 		return
 	}
 	ctx, cancel := context.WithCancel(h.ctx)
-	s.inflight[key] = &flight{runID: w.RunID, turn: w.Turn, cancel: cancel}
+	s.inflight[key] = &flight{Work: work, cancel: cancel}
 	h.work.Add(1)
 	go func() {
 		defer h.work.Done()
@@ -114,12 +110,13 @@ func withRetry[T any](h *Host, ctx context.Context, sessionID string, attempt fu
 // host does not retry is admitted as a failed compaction: the original
 // entries stay and held commands proceed.
 func (h *Host) dispatchCompact(s *session, w core.CompactWork) {
-	key := "compact/" + w.CompactionID
+	work := core.Work{CompactionID: w.CompactionID}
+	key := work.Key()
 	if s.inflight[key] != nil {
 		return
 	}
 	ctx, cancel := context.WithCancel(h.ctx)
-	s.inflight[key] = &flight{compactionID: w.CompactionID, cancel: cancel}
+	s.inflight[key] = &flight{Work: work, cancel: cancel}
 	h.work.Add(1)
 	go func() {
 		defer h.work.Done()
@@ -139,12 +136,13 @@ func (h *Host) dispatchCompact(s *session, w core.CompactWork) {
 // dispatchTranscribe transcribes a run's audio input before its first turn,
 // retrying retryable provider errors; any other failure fails the run.
 func (h *Host) dispatchTranscribe(s *session, w core.TranscribeWork) {
-	key := "transcribe/" + w.RunID
+	work := core.Work{RunID: w.RunID, Transcription: true}
+	key := work.Key()
 	if s.inflight[key] != nil {
 		return
 	}
 	ctx, cancel := context.WithCancel(h.ctx)
-	s.inflight[key] = &flight{runID: w.RunID, transcription: true, cancel: cancel}
+	s.inflight[key] = &flight{Work: work, cancel: cancel}
 	h.work.Add(1)
 	go func() {
 		defer h.work.Done()
@@ -162,12 +160,13 @@ func (h *Host) dispatchTranscribe(s *session, w core.TranscribeWork) {
 }
 
 func (h *Host) dispatchTool(s *session, runID string, turn int, call core.ToolCall) {
-	key := flightKey(runID, turn, call.CallID)
+	work := core.Work{RunID: runID, Turn: turn, CallID: call.CallID}
+	key := work.Key()
 	if s.inflight[key] != nil {
 		return
 	}
 	ctx, cancel := context.WithCancel(h.ctx)
-	s.inflight[key] = &flight{runID: runID, turn: turn, callID: call.CallID, cancel: cancel}
+	s.inflight[key] = &flight{Work: work, cancel: cancel}
 	sess := runtime.ToolSession{ID: s.id, Links: s.drive.State().Config.Links}
 	h.work.Add(1)
 	go func() {

@@ -25,13 +25,8 @@ type session struct {
 
 // flight is one dispatched generation or tool call.
 type flight struct {
-	runID        string
-	turn         int
-	callID       string // "" for a generation
-	compactionID string // set for a compaction, and nothing else is
-	cancel       context.CancelFunc
-
-	transcription bool // set for the transcription of runID's audio input
+	core.Work
+	cancel context.CancelFunc
 }
 
 // session returns the loaded session, loading it from its latest checkpoint
@@ -105,36 +100,13 @@ func (h *Host) checkpoint(s *session) {
 	s.checkpointSeq = seq
 }
 
-// cancelStale cancels in-flight work whose turn or call is no longer open
-// (a cancelled run); its late result would be rejected as stale anyway.
+// cancelStale cancels in-flight work the state no longer awaits (a
+// cancelled run, a finished compaction); its late result would be rejected
+// as stale anyway.
 func (h *Host) cancelStale(s *session) {
 	st := s.drive.State()
 	for key, f := range s.inflight {
-		if f.compactionID != "" {
-			if st.Compaction == nil || st.Compaction.ID != f.compactionID {
-				f.cancel()
-				delete(s.inflight, key)
-			}
-			continue
-		}
-		if f.transcription {
-			if r := st.ActiveRun(); r == nil || r.ID != f.runID || !r.AwaitingTranscription() {
-				f.cancel()
-				delete(s.inflight, key)
-			}
-			continue
-		}
-		r := st.ActiveRun()
-		open := r != nil && r.ID == f.runID && r.Turn != nil && r.Turn.N == f.turn && !r.Turn.Completed
-		if open && f.callID != "" {
-			open = false
-			for _, c := range st.OpenCalls() {
-				if c.CallID == f.callID {
-					open = true
-				}
-			}
-		}
-		if !open {
+		if !st.Awaits(f.Work) {
 			f.cancel()
 			delete(s.inflight, key)
 		}

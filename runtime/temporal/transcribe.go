@@ -18,12 +18,13 @@ import (
 // dispatchTranscribe transcribes a run's audio input as an activity that
 // receives ids only; when its attempts run out the run fails.
 func (s *session) dispatchTranscribe(ctx workflow.Context, w core.TranscribeWork) {
-	key := "transcribe/" + w.RunID
+	work := core.Work{RunID: w.RunID, Transcription: true}
+	key := work.Key()
 	if _, busy := s.inflight[key]; busy {
 		return
 	}
 	actCtx, cancel := workflow.WithCancel(s.longActivity(ctx, 5))
-	s.inflight[key] = flight{runID: w.RunID, transcription: true, cancel: cancel}
+	s.inflight[key] = flight{Work: work, cancel: cancel}
 	in := TranscribeIn{Universe: s.args.Universe, SessionID: s.args.SessionID, Head: s.drive.State().Head, RunID: w.RunID}
 	workflow.Go(ctx, func(gctx workflow.Context) {
 		var res core.TranscriptionResult

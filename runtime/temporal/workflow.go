@@ -2,7 +2,6 @@ package temporal
 
 import (
 	"errors"
-	"strconv"
 	"strings"
 	"time"
 
@@ -34,12 +33,8 @@ type session struct {
 }
 
 type flight struct {
-	runID, callID string
-	turn          int
-	compactionID  string // set for a compaction, and nothing else is
-	cancel        workflow.CancelFunc
-
-	transcription bool // set for the transcription of runID's audio input
+	core.Work
+	cancel workflow.CancelFunc
 }
 
 // SessionWorkflow drives one session until it closes, continuing as new when
@@ -205,50 +200,25 @@ func (s *session) admitAndCommit(ctx workflow.Context, cmd core.Command) (core.A
 	return adm, s.commit(ctx, s.drive.Next(nowMs(ctx)))
 }
 
-// cancelStale cancels in-flight work whose turn or call is no longer open.
+// cancelStale cancels in-flight work the state no longer awaits.
 func (s *session) cancelStale() {
 	st := s.drive.State()
 	for key, f := range s.inflight {
-		if f.compactionID != "" {
-			if st.Compaction == nil || st.Compaction.ID != f.compactionID {
-				f.cancel()
-				delete(s.inflight, key)
-			}
-			continue
-		}
-		if f.transcription {
-			if r := st.ActiveRun(); r == nil || r.ID != f.runID || !r.AwaitingTranscription() {
-				f.cancel()
-				delete(s.inflight, key)
-			}
-			continue
-		}
-		r := st.ActiveRun()
-		open := r != nil && r.ID == f.runID && r.Turn != nil && r.Turn.N == f.turn && !r.Turn.Completed
-		if open && f.callID != "" {
-			open = false
-			for _, c := range st.OpenCalls() {
-				open = open || c.CallID == f.callID
-			}
-		}
-		if !open {
+		if !st.Awaits(f.Work) {
 			f.cancel()
 			delete(s.inflight, key)
 		}
 	}
 }
 
-func flightKey(runID string, turn int, callID string) string {
-	return runID + "/" + strconv.Itoa(turn) + "/" + callID
-}
-
 func (s *session) dispatchGenerate(ctx workflow.Context, w core.GenerateWork) {
-	key := flightKey(w.RunID, w.Turn, "")
+	work := core.Work{RunID: w.RunID, Turn: w.Turn}
+	key := work.Key()
 	if _, busy := s.inflight[key]; busy {
 		return
 	}
 	actCtx, cancel := workflow.WithCancel(s.longActivity(ctx, 5))
-	s.inflight[key] = flight{runID: w.RunID, turn: w.Turn, cancel: cancel}
+	s.inflight[key] = flight{Work: work, cancel: cancel}
 	in := GenerateIn{Universe: s.args.Universe, SessionID: s.args.SessionID, Head: s.drive.State().Head,
 		RunID: w.RunID, Turn: w.Turn, Fingerprint: w.Fingerprint}
 	workflow.Go(ctx, func(gctx workflow.Context) {
@@ -274,12 +244,13 @@ func failedGeneration(w core.GenerateWork, err error) core.GenerationResult {
 // dispatchCompact runs the pending standalone compaction as an activity;
 // when its attempts run out the compaction fails and every entry stays.
 func (s *session) dispatchCompact(ctx workflow.Context, w core.CompactWork) {
-	key := "compact/" + w.CompactionID
+	work := core.Work{CompactionID: w.CompactionID}
+	key := work.Key()
 	if _, busy := s.inflight[key]; busy {
 		return
 	}
 	actCtx, cancel := workflow.WithCancel(s.longActivity(ctx, 5))
-	s.inflight[key] = flight{compactionID: w.CompactionID, cancel: cancel}
+	s.inflight[key] = flight{Work: work, cancel: cancel}
 	in := CompactIn{Universe: s.args.Universe, SessionID: s.args.SessionID, Head: s.drive.State().Head,
 		CompactionID: w.CompactionID, ContextRevision: w.ContextRevision}
 	workflow.Go(ctx, func(gctx workflow.Context) {
@@ -297,12 +268,13 @@ func (s *session) dispatchCompact(ctx workflow.Context, w core.CompactWork) {
 }
 
 func (s *session) dispatchTool(ctx workflow.Context, runID string, turn int, call core.ToolCall) {
-	key := flightKey(runID, turn, call.CallID)
+	work := core.Work{RunID: runID, Turn: turn, CallID: call.CallID}
+	key := work.Key()
 	if _, busy := s.inflight[key]; busy {
 		return
 	}
 	actCtx, cancel := workflow.WithCancel(s.longActivity(ctx, 3))
-	s.inflight[key] = flight{runID: runID, turn: turn, callID: call.CallID, cancel: cancel}
+	s.inflight[key] = flight{Work: work, cancel: cancel}
 	in := ToolIn{Universe: s.args.Universe, SessionID: s.args.SessionID, RunID: runID, Turn: turn, Call: call,
 		Links: s.drive.State().Config.Links}
 	workflow.Go(ctx, func(gctx workflow.Context) {
