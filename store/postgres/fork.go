@@ -193,19 +193,5 @@ func (s *Store) SessionsBefore(ctx context.Context, before *store.SessionCursor,
 	if err != nil {
 		return nil, fmt.Errorf("postgres: list sessions: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (core.Lifecycle, error) {
-		var raw []byte
-		var l core.Lifecycle
-		if err := r.Scan(&raw); err != nil {
-			return l, err
-		}
-		if err := json.Unmarshal(raw, &l); err != nil {
-			return l, fmt.Errorf("decode lifecycle: %w", err)
-		}
-		return l, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("postgres: list sessions: %w", err)
-	}
-	return out, nil
+	return collectLifecycles(rows)
 }

@@ -387,21 +387,7 @@ func (s *Store) Sessions(ctx context.Context, afterID string, limit int) ([]core
 	if err != nil {
 		return nil, fmt.Errorf("postgres: list sessions: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (core.Lifecycle, error) {
-		var raw []byte
-		var l core.Lifecycle
-		if err := r.Scan(&raw); err != nil {
-			return l, err
-		}
-		if err := json.Unmarshal(raw, &l); err != nil {
-			return l, fmt.Errorf("decode lifecycle: %w", err)
-		}
-		return l, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("postgres: list sessions: %w", err)
-	}
-	return out, nil
+	return collectLifecycles(rows)
 }
 
 // Unfinished implements store.SessionLog.
@@ -435,4 +421,23 @@ func (s *Store) Roots(ctx context.Context, sessionID string) ([]content.Digest, 
 		}
 	}
 	return parseDigests(raw)
+}
+
+// collectLifecycles reads the lifecycle column of a session listing.
+func collectLifecycles(rows pgx.Rows) ([]core.Lifecycle, error) {
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (core.Lifecycle, error) {
+		var raw []byte
+		var l core.Lifecycle
+		if err := r.Scan(&raw); err != nil {
+			return l, err
+		}
+		if err := json.Unmarshal(raw, &l); err != nil {
+			return l, fmt.Errorf("decode lifecycle: %w", err)
+		}
+		return l, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list sessions: %w", err)
+	}
+	return out, nil
 }

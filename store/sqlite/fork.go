@@ -223,21 +223,5 @@ func (s *Store) SessionsBefore(ctx context.Context, before *store.SessionCursor,
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list sessions: %w", err)
 	}
-	defer rows.Close()
-	var out []core.Lifecycle
-	for rows.Next() {
-		var raw []byte
-		if err := rows.Scan(&raw); err != nil {
-			return nil, fmt.Errorf("sqlite: list sessions: %w", err)
-		}
-		var l core.Lifecycle
-		if err := json.Unmarshal(raw, &l); err != nil {
-			return nil, fmt.Errorf("sqlite: list sessions: decode lifecycle: %w", err)
-		}
-		out = append(out, l)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: list sessions: %w", err)
-	}
-	return out, nil
+	return scanLifecycles(rows)
 }

@@ -211,23 +211,7 @@ func (s *Store) Sessions(ctx context.Context, afterID string, limit int) ([]core
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list sessions: %w", err)
 	}
-	defer rows.Close()
-	var out []core.Lifecycle
-	for rows.Next() {
-		var raw []byte
-		if err := rows.Scan(&raw); err != nil {
-			return nil, fmt.Errorf("sqlite: list sessions: %w", err)
-		}
-		var l core.Lifecycle
-		if err := json.Unmarshal(raw, &l); err != nil {
-			return nil, fmt.Errorf("sqlite: list sessions: decode lifecycle: %w", err)
-		}
-		out = append(out, l)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: list sessions: %w", err)
-	}
-	return out, nil
+	return scanLifecycles(rows)
 }
 
 // Unfinished implements store.SessionLog.
@@ -289,6 +273,27 @@ func parseDigests(strs []string) ([]content.Digest, error) {
 			return nil, fmt.Errorf("sqlite: stored digest: %w", err)
 		}
 		out[i] = d
+	}
+	return out, nil
+}
+
+// scanLifecycles reads the lifecycle column of a session listing.
+func scanLifecycles(rows *sql.Rows) ([]core.Lifecycle, error) {
+	defer rows.Close()
+	var out []core.Lifecycle
+	for rows.Next() {
+		var raw []byte
+		if err := rows.Scan(&raw); err != nil {
+			return nil, fmt.Errorf("sqlite: list sessions: %w", err)
+		}
+		var l core.Lifecycle
+		if err := json.Unmarshal(raw, &l); err != nil {
+			return nil, fmt.Errorf("sqlite: list sessions: decode lifecycle: %w", err)
+		}
+		out = append(out, l)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: list sessions: %w", err)
 	}
 	return out, nil
 }
