@@ -1,7 +1,12 @@
 package provider
 
 import (
+	"context"
+	"fmt"
 	"strconv"
+
+	"github.com/cairn-agents/cairn/blob"
+	"github.com/cairn-agents/cairn/content"
 
 	"github.com/cairn-agents/cairn/core"
 )
@@ -56,4 +61,19 @@ func SummaryInstructions(tokens int64) string {
 func SummaryPrompt(tokens int64) string {
 	return "Summarize the conversation so far now, following your instructions: the summary replaces the conversation " +
 		"for continuing the work. Plain text, about " + strconv.FormatInt(tokens, 10) + " tokens."
+}
+
+// SummaryEntry stores a summary's text (the model input) and the native
+// answer it came from (its provenance), and describes the summary entry.
+func SummaryEntry(ctx context.Context, blobs blob.Store, text string, native []byte, providerKind string) (core.EntryInput, error) {
+	nativeRef, err := blob.PutRef(ctx, blobs, native, content.MediaJSON, providerKind)
+	if err != nil {
+		return core.EntryInput{}, fmt.Errorf("store %s: %w", providerKind, err)
+	}
+	ref, err := blob.PutRef(ctx, blobs, []byte(text), content.MediaText, "")
+	if err != nil {
+		return core.EntryInput{}, fmt.Errorf("store summary: %w", err)
+	}
+	return core.EntryInput{Kind: core.EntrySummary, Content: ref, TokenEstimate: Estimate([]byte(text)),
+		Preview: Preview(text), Origin: SummaryOrigin, ProvenanceRef: &nativeRef}, nil
 }

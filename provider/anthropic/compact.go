@@ -234,21 +234,10 @@ func decodeSummary(ctx context.Context, blobs blob.Store, r response, budget int
 		return out, nil
 	}
 
-	native, err := blob.PutRef(ctx, blobs, run.Bytes(), content.MediaJSON, ProviderKindText)
+	entry, err := provider.SummaryEntry(ctx, blobs, text, run.Bytes(), ProviderKindText)
 	if err != nil {
-		return provider.CompactOutput{}, fmt.Errorf("anthropic: store %s: %w", ProviderKindText, err)
+		return provider.CompactOutput{}, fmt.Errorf("anthropic: %w", err)
 	}
-	ref, err := blob.PutRef(ctx, blobs, []byte(text), content.MediaText, "")
-	if err != nil {
-		return provider.CompactOutput{}, fmt.Errorf("anthropic: store summary: %w", err)
-	}
-	out.Entries = []core.EntryInput{{
-		Kind:          core.EntrySummary,
-		Content:       ref,
-		TokenEstimate: provider.Estimate([]byte(text)),
-		Preview:       provider.Preview(text),
-		Origin:        provider.SummaryOrigin,
-		ProvenanceRef: &native,
-	}}
+	out.Entries = []core.EntryInput{entry}
 	return out, nil
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/cairn-agents/cairn/blob"
-	"github.com/cairn-agents/cairn/content"
 	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/provider"
 	"github.com/cairn-agents/cairn/provider/endpoint"
@@ -181,21 +180,10 @@ func decodeSummary(ctx context.Context, blobs blob.Store, body []byte, budget in
 
 	var mbuf bytes.Buffer
 	rawjson.WriteObject(&mbuf, c.kept)
-	native, err := blob.PutRef(ctx, blobs, mbuf.Bytes(), content.MediaJSON, ProviderKindMessage)
+	entry, err := provider.SummaryEntry(ctx, blobs, text, mbuf.Bytes(), ProviderKindMessage)
 	if err != nil {
-		return provider.CompactOutput{}, fmt.Errorf("chat: store %s: %w", ProviderKindMessage, err)
+		return provider.CompactOutput{}, fmt.Errorf("chat: %w", err)
 	}
-	ref, err := blob.PutRef(ctx, blobs, []byte(text), content.MediaText, "")
-	if err != nil {
-		return provider.CompactOutput{}, fmt.Errorf("chat: store summary: %w", err)
-	}
-	out.Entries = []core.EntryInput{{
-		Kind:          core.EntrySummary,
-		Content:       ref,
-		TokenEstimate: provider.Estimate([]byte(text)),
-		Preview:       provider.Preview(text),
-		Origin:        provider.SummaryOrigin,
-		ProvenanceRef: &native,
-	}}
+	out.Entries = []core.EntryInput{entry}
 	return out, nil
 }
