@@ -1,20 +1,19 @@
 package api
 
 import (
-	"context"
 	"strconv"
 	"strings"
 
-	"github.com/cairn-agents/cairn/blob"
 	"github.com/cairn-agents/cairn/content"
 	"github.com/cairn-agents/cairn/core"
 )
 
 // audioInput describes an audio input part: {type:"audio", ref, filename},
 // where ref is the ContentRef blobs/put returned for bytes uploaded under an
-// audio/* media type. The bytes must be in the universe already; the
-// session transcribes them before the turn that consumes them.
-func (s call) audioInput(ctx context.Context, i int, part InputPart) (core.InputItem, error) {
+// audio/* media type. The bytes must be in the universe already (the
+// caller admits the refs of all parts in one batch); the session
+// transcribes them before the turn that consumes them.
+func audioInput(i int, part InputPart) (core.InputItem, error) {
 	at := "input[" + strconv.Itoa(i) + "]"
 	switch {
 	case part.Text != "":
@@ -26,13 +25,6 @@ func (s call) audioInput(ctx context.Context, i int, part InputPart) (core.Input
 	}
 	if err := core.ValidateFilename(part.Filename); err != nil {
 		return core.InputItem{}, invalidParams(at + ".filename: " + err.Error())
-	}
-	missing, err := s.host.Blobs().Missing(ctx, []content.Digest{part.Ref.Digest})
-	if err != nil {
-		return core.InputItem{}, err
-	}
-	if len(missing) > 0 {
-		return core.InputItem{}, &blob.MissingError{Digests: missing}
 	}
 	return core.InputItem{Kind: core.InputAudio, Filename: part.Filename,
 		Content: content.ContentRef{Digest: part.Ref.Digest, MediaType: part.Ref.MediaType}, Preview: "[audio " + part.Filename + "]"}, nil

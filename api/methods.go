@@ -10,10 +10,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cairn-agents/cairn/blob"
 	"github.com/cairn-agents/cairn/content"
 	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/provider"
 	"github.com/cairn-agents/cairn/runtime"
 	"github.com/cairn-agents/cairn/store"
 	"github.com/cairn-agents/cairn/view"
@@ -189,26 +191,37 @@ func (s call) listSessions(ctx context.Context, p SessionListParams) (SessionLis
 	return s.listSessionsPage(ctx, p)
 }
 
-// textInput stores the text parts of an input and describes them.
+// textInput describes the parts of an input: it admits the refs of its
+// audio parts in one batch, then stores its text parts.
 func (s call) textInput(ctx context.Context, parts []InputPart) ([]core.InputItem, error) {
 	if len(parts) == 0 {
 		return nil, invalidParams("input needs at least one part")
 	}
 	items := make([]core.InputItem, len(parts))
+	var refs []content.Digest
 	for i, part := range parts {
-		if part.Type == "audio" {
-			item, err := s.audioInput(ctx, i, part)
+		switch part.Type {
+		case "audio":
+			item, err := audioInput(i, part)
 			if err != nil {
 				return nil, err
 			}
 			items[i] = item
-			continue
-		}
-		if part.Type != "text" {
+			refs = append(refs, item.Content.Digest)
+		case "text":
+			if part.Text == "" {
+				return nil, invalidParams("input[" + strconv.Itoa(i) + "].text is empty")
+			}
+		default:
 			return nil, invalidParams("input[" + strconv.Itoa(i) + "].type must be \"text\" or \"audio\"")
 		}
-		if part.Text == "" {
-			return nil, invalidParams("input[" + strconv.Itoa(i) + "].text is empty")
+	}
+	if err := s.admit(ctx, refs); err != nil {
+		return nil, err
+	}
+	for i, part := range parts {
+		if part.Type != "text" {
+			continue
 		}
 		item, err := runtime.TextInput(ctx, s.host.Blobs(), part.Text)
 		if err != nil {
@@ -364,10 +377,7 @@ func (s call) appendContext(ctx context.Context, p ContextAppendParams) (Context
 	if err := requireSession(p.SessionID); err != nil {
 		return ContextAppendResult{}, err
 	}
-	if p.Text == "" {
-		return ContextAppendResult{}, invalidParams("text is required")
-	}
-	item, err := runtime.TextInput(ctx, s.host.Blobs(), p.Text)
+	item, err := s.contextContent(ctx, p)
 	if err != nil {
 		return ContextAppendResult{}, err
 	}
@@ -383,6 +393,38 @@ func (s call) appendContext(ctx context.Context, p ContextAppendParams) (Context
 		return ContextAppendResult{}, fmt.Errorf("append admitted %d entries, want 1", len(adm.EntryIDs))
 	}
 	return ContextAppendResult{Revision: adm.Revision, EntryID: adm.EntryIDs[0]}, nil
+}
+
+// contextContent stores an appended entry's text, or admits its ref.
+func (s call) contextContent(ctx context.Context, p ContextAppendParams) (core.InputItem, error) {
+	switch {
+	case p.Ref == nil && p.Text == "":
+		return core.InputItem{}, invalidParams("text or ref is required")
+	case p.Ref == nil:
+		return runtime.TextInput(ctx, s.host.Blobs(), p.Text)
+	case p.Text != "":
+		return core.InputItem{}, invalidParams("text and ref are exclusive: send the bytes once, either way")
+	case p.Ref.Digest.IsZero():
+		return core.InputItem{}, invalidParams("ref.digest is required")
+	case !content.IsText(p.Ref.MediaType):
+		return core.InputItem{}, invalidParams("ref.mediaType " + strconv.Quote(p.Ref.MediaType) + " is not text/*: context entries are text")
+	}
+	if err := s.admit(ctx, []content.Digest{p.Ref.Digest}); err != nil {
+		return core.InputItem{}, err
+	}
+	// The preview and estimate need the bytes; reading does not renew grace.
+	data, err := s.host.Blobs().Get(ctx, p.Ref.Digest)
+	if errors.Is(err, blob.ErrNotFound) {
+		return core.InputItem{}, &blob.MissingError{Digests: []content.Digest{p.Ref.Digest}}
+	}
+	if err != nil {
+		return core.InputItem{}, err
+	}
+	if !utf8.Valid(data) {
+		return core.InputItem{}, invalidParams("ref " + p.Ref.Digest.String() + " is not UTF-8 text")
+	}
+	ref := content.ContentRef{Digest: p.Ref.Digest, MediaType: p.Ref.MediaType}
+	return core.InputItem{Content: ref, TokenEstimate: provider.Estimate(data), Preview: provider.Preview(string(data))}, nil
 }
 
 func (s call) removeContext(ctx context.Context, p ContextRemoveParams) (ContextRemoveResult, error) {

@@ -161,12 +161,16 @@ type ContextReadResult struct {
 	Entries  []core.Entry `json:"entries"`
 }
 
+// ContextAppendParams append one entry: its content is either text, stored
+// by the call, or ref, an existing text blob of the universe (e.g. a file
+// uploaded with blobs/put), admitted without re-sending its bytes.
 type ContextAppendParams struct {
-	SessionID        string `json:"sessionId"`
-	Key              string `json:"key,omitempty"`
-	Kind             string `json:"kind"`
-	Text             string `json:"text"`
-	ExpectedRevision *int64 `json:"expectedRevision,omitempty"`
+	SessionID        string              `json:"sessionId"`
+	Key              string              `json:"key,omitempty"`
+	Kind             string              `json:"kind"`
+	Text             string              `json:"text,omitempty"`
+	Ref              *content.ContentRef `json:"ref,omitempty"`
+	ExpectedRevision *int64              `json:"expectedRevision,omitempty"`
 }
 
 type ContextAppendResult struct {

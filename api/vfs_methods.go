@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/cairn-agents/cairn/blob"
 	"github.com/cairn-agents/cairn/content"
 	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/runtime"
@@ -222,12 +221,10 @@ func (s call) commitWorkspace(ctx context.Context, p WorkspaceCommitParams) (Wor
 		return WorkspaceReadResult{}, newError(CodeDomain, KindNotFound,
 			"workspace "+p.Workspace+" not found; omit expectedRevision to create it")
 	}
-	missing, err := s.host.Blobs().Missing(ctx, vfs.FileDigests(m))
-	if err != nil {
+	// The files are admitted by ref: their grace renews until the manifest's
+	// edges hold them.
+	if err := s.admit(ctx, vfs.FileDigests(m)); err != nil {
 		return WorkspaceReadResult{}, err
-	}
-	if len(missing) > 0 {
-		return WorkspaceReadResult{}, &blob.MissingError{Digests: missing}
 	}
 	ref, err := vfs.WriteManifest(ctx, s.host.Blobs(), files, m)
 	if err != nil {
@@ -426,7 +423,9 @@ func (s call) missingBlobs(ctx context.Context, p BlobsMissingParams) (BlobsMiss
 	if len(p.Digests) > MaxBlobsMissing {
 		return BlobsMissingResult{}, invalidParams(fmt.Sprintf("at most %d digests per call, got %d", MaxBlobsMissing, len(p.Digests)))
 	}
-	missing, err := s.host.Blobs().Missing(ctx, p.Digests)
+	// A client that skips an upload because the bytes are here is about to
+	// reference them: the answer renews their grace like an admission.
+	missing, err := s.host.Blobs().Touch(ctx, p.Digests)
 	if missing == nil {
 		missing = []content.Digest{}
 	}

@@ -18,6 +18,10 @@ type Store interface {
 	Get(ctx context.Context, d content.Digest) ([]byte, error)
 	// Missing returns the digests of ds that the store does not hold, sorted.
 	Missing(ctx context.Context, ds []content.Digest) ([]content.Digest, error)
+	// Touch is an admission of existing refs: it renews the retention grace
+	// of the digests of ds the store holds, as a put of their bytes would,
+	// and returns those it does not hold, sorted. Reads never renew grace.
+	Touch(ctx context.Context, ds []content.Digest) ([]content.Digest, error)
 	Usage(ctx context.Context) (Usage, error)
 }
 

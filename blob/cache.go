@@ -10,7 +10,7 @@ import (
 
 // Cached wraps s with a read-through LRU of verified bytes holding at most
 // maxBytes in total. Bytes are immutable under their digest, so a cached copy
-// never goes stale. Put, Missing and Usage always go to s: s stays the
+// never goes stale. Put, Missing, Touch and Usage always go to s: s stays the
 // authority on what exists and Put must still renew the blob there.
 // A blob larger than maxBytes is never cached.
 func Cached(s Store, maxBytes int64) Store {
@@ -52,6 +52,10 @@ func (c *cached) Get(ctx context.Context, d content.Digest) ([]byte, error) {
 
 func (c *cached) Missing(ctx context.Context, ds []content.Digest) ([]content.Digest, error) {
 	return c.inner.Missing(ctx, ds)
+}
+
+func (c *cached) Touch(ctx context.Context, ds []content.Digest) ([]content.Digest, error) {
+	return c.inner.Touch(ctx, ds)
 }
 
 func (c *cached) Usage(ctx context.Context) (Usage, error) { return c.inner.Usage(ctx) }

@@ -122,6 +122,26 @@ func (m *Memory) Missing(ctx context.Context, ds []content.Digest) ([]content.Di
 	return sortUnique(out), nil
 }
 
+// Touch renews the touch time of the held digests of ds and returns the
+// absent ones, sorted and without duplicates.
+func (m *Memory) Touch(ctx context.Context, ds []content.Digest) ([]content.Digest, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	var out []content.Digest
+	for _, d := range ds {
+		if _, ok := m.blobs[d]; !ok {
+			out = append(out, d)
+		} else if now.After(m.touched[d]) {
+			m.touched[d] = now
+		}
+	}
+	return sortUnique(out), nil
+}
+
 // Usage reports the number of blobs and their total size.
 func (m *Memory) Usage(ctx context.Context) (Usage, error) {
 	if err := ctx.Err(); err != nil {

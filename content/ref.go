@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // ContentRef describes immutable bytes: their digest, how to read them (media
@@ -19,6 +20,10 @@ const (
 	MediaText = "text/plain; charset=utf-8"
 	MediaJSON = "application/json"
 )
+
+// IsText reports whether a media type is text a model reads as is (any
+// text/* type; the bytes are UTF-8).
+func IsText(mediaType string) bool { return strings.HasPrefix(mediaType, "text/") }
 
 // ErrInvalidRef is returned (wrapped) for a ContentRef without a digest or media type.
 var ErrInvalidRef = errors.New("invalid content ref")

@@ -26,6 +26,7 @@ func Run(t *testing.T, newStore func(t *testing.T) blob.Store) {
 		{"PutIsIdempotent", testPutIdempotent},
 		{"GetAbsentIsNotFound", testGetAbsent},
 		{"MissingListsExactlyTheAbsentSorted", testMissing},
+		{"TouchListsTheAbsentAndCreatesNothing", testTouch},
 		{"EmptyBlob", testEmpty},
 		{"SizesAroundInlineLimit", testInlineBoundary},
 		{"LargeBlobRoundTrip", testLarge},
@@ -155,6 +156,30 @@ func testMissing(t *testing.T, s blob.Store) {
 	}
 	if len(got) != 0 {
 		t.Fatalf("Missing(nil) = %v, want none", got)
+	}
+}
+
+func testTouch(t *testing.T, s blob.Store) {
+	ctx := context.Background()
+	a := mustPut(t, s, []byte("touched a"))
+	x := content.Sum([]byte("never put x"))
+	y := content.Sum([]byte("never put y"))
+	got, err := s.Touch(ctx, []content.Digest{y, a, x, y})
+	if err != nil {
+		t.Fatalf("Touch: %v", err)
+	}
+	want := []content.Digest{x, y}
+	content.SortDigests(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("Touch = %v, want the absent %v", got, want)
+	}
+	// A touch admits existing bytes only; it never makes a digest exist.
+	if got, err := s.Missing(ctx, []content.Digest{a, x, y}); err != nil || !slices.Equal(got, want) {
+		t.Fatalf("Missing after Touch = %v, %v; want %v", got, err, want)
+	}
+	mustGet(t, s, a, []byte("touched a"))
+	if got, err := s.Touch(ctx, nil); err != nil || len(got) != 0 {
+		t.Fatalf("Touch(nil) = %v, %v; want none", got, err)
 	}
 }
 

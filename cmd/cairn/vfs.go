@@ -56,6 +56,7 @@ func (hashOnly) Get(_ context.Context, d content.Digest) ([]byte, error) {
 	return nil, &blob.NotFoundError{Digest: d}
 }
 func (hashOnly) Missing(context.Context, []content.Digest) ([]content.Digest, error) { return nil, nil }
+func (hashOnly) Touch(context.Context, []content.Digest) ([]content.Digest, error)   { return nil, nil }
 func (hashOnly) Usage(context.Context) (blob.Usage, error)                           { return blob.Usage{}, nil }
 
 // noEdges drops the retention edges ImportDir records; the server records

@@ -255,7 +255,7 @@ func toolResult(e core.Entry, load func(core.Entry) ([]byte, error)) (block, err
 	if e.CallID == "" {
 		return block{}, &UnsupportedEntryError{e.ID, e.Kind, "tool result without a call id"}
 	}
-	if !isText(e.Content.MediaType) && !strings.HasPrefix(e.Content.MediaType, content.MediaJSON) {
+	if !content.IsText(e.Content.MediaType) && !strings.HasPrefix(e.Content.MediaType, content.MediaJSON) {
 		return block{}, &UnsupportedEntryError{e.ID, e.Kind, "tool result of media type " + e.Content.MediaType}
 	}
 	data, err := load(e)
@@ -278,7 +278,7 @@ func toolResult(e core.Entry, load func(core.Entry) ([]byte, error)) (block, err
 
 // entryText reads a text entry.
 func entryText(e core.Entry, load func(core.Entry) ([]byte, error)) (string, error) {
-	if !isText(e.Content.MediaType) {
+	if !content.IsText(e.Content.MediaType) {
 		return "", &UnsupportedEntryError{e.ID, e.Kind, "media type " + e.Content.MediaType + " is not text"}
 	}
 	data, err := load(e)
@@ -287,8 +287,6 @@ func entryText(e core.Entry, load func(core.Entry) ([]byte, error)) (string, err
 	}
 	return string(data), nil
 }
-
-func isText(mediaType string) bool { return strings.HasPrefix(mediaType, "text/plain") }
 
 // withAssistant returns the conversation with blocks appended as (or to) the
 // trailing assistant message: how a pause_turn response is sent back.

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/cairn-agents/cairn/blob"
+	"github.com/cairn-agents/cairn/content"
 	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/provider"
 	"github.com/cairn-agents/cairn/provider/rawjson"
@@ -271,7 +272,7 @@ func lowerPlain(e core.Entry, load func(core.Entry) ([]byte, error)) ([]byte, er
 		if err != nil {
 			return nil, err
 		}
-		if !isText(e.Content.MediaType) && !strings.HasPrefix(e.Content.MediaType, "application/json") {
+		if !content.IsText(e.Content.MediaType) && !strings.HasPrefix(e.Content.MediaType, "application/json") {
 			return nil, &UnsupportedEntryError{e.ID, e.Kind, "tool result of media type " + e.Content.MediaType}
 		}
 		b.WriteString(`{"role":"tool","tool_call_id":`)
@@ -299,7 +300,7 @@ func lowerPlain(e core.Entry, load func(core.Entry) ([]byte, error)) ([]byte, er
 
 // entryText reads a text entry.
 func entryText(e core.Entry, load func(core.Entry) ([]byte, error)) (string, error) {
-	if !isText(e.Content.MediaType) {
+	if !content.IsText(e.Content.MediaType) {
 		return "", &UnsupportedEntryError{e.ID, e.Kind, "media type " + e.Content.MediaType + " is not text"}
 	}
 	data, err := load(e)
@@ -308,8 +309,6 @@ func entryText(e core.Entry, load func(core.Entry) ([]byte, error)) (string, err
 	}
 	return string(data), nil
 }
-
-func isText(mediaType string) bool { return strings.HasPrefix(mediaType, "text/plain") }
 
 // Phases of a generation's entries, in the order Decode writes them.
 const (

@@ -228,6 +228,17 @@ func TestOtherTextEntriesAreUserMessages(t *testing.T) {
 	}
 }
 
+// Any text/* media type is text (e.g. a markdown file appended by ref).
+func TestTextSubtypesAreText(t *testing.T) {
+	b := newCtx(t)
+	b.add(core.EntryInput{Kind: core.EntryMessage, Role: core.RoleUser, Content: b.put([]byte("# notes"), "text/markdown")}, core.SourceAPI)
+	msgs := requestMessages(t, lower(t, b, LowerOptions{}))
+	raw, _ := json.Marshal(msgs[0])
+	if canon(t, raw) != `{"content":"# notes","role":"user"}` {
+		t.Fatalf("markdown message lowered as %s", raw)
+	}
+}
+
 func TestLowerRejectsWhatItCannotExpress(t *testing.T) {
 	cases := map[string]core.EntryInput{
 		"opaque":        {Kind: core.EntryProviderOpaque},

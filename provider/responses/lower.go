@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/cairn-agents/cairn/blob"
+	"github.com/cairn-agents/cairn/content"
 	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/provider"
 	"github.com/cairn-agents/cairn/provider/rawjson"
@@ -372,7 +373,7 @@ func lowerPlain(e core.Entry, load func(core.Entry) ([]byte, error)) ([]byte, er
 		if e.CallID == "" {
 			return nil, &UnsupportedEntryError{e.ID, e.Kind, "tool result without a call id"}
 		}
-		if !isText(e.Content.MediaType) && !isJSON(e.Content.MediaType) {
+		if !content.IsText(e.Content.MediaType) && !isJSON(e.Content.MediaType) {
 			return nil, &UnsupportedEntryError{e.ID, e.Kind, "tool result of media type " + e.Content.MediaType}
 		}
 		data, err := load(e)
@@ -410,7 +411,7 @@ func entryText(e core.Entry, load func(core.Entry) ([]byte, error)) (string, err
 	if e.Content.ProviderKind != "" {
 		return "", &UnsupportedEntryError{e.ID, e.Kind, "provider kind " + e.Content.ProviderKind + " where text was expected"}
 	}
-	if !isText(e.Content.MediaType) {
+	if !content.IsText(e.Content.MediaType) {
 		return "", &UnsupportedEntryError{e.ID, e.Kind, "media type " + e.Content.MediaType + " is not text"}
 	}
 	data, err := load(e)
@@ -420,7 +421,6 @@ func entryText(e core.Entry, load func(core.Entry) ([]byte, error)) (string, err
 	return string(data), nil
 }
 
-func isText(mediaType string) bool { return strings.HasPrefix(mediaType, "text/plain") }
 func isJSON(mediaType string) bool { return strings.HasPrefix(mediaType, "application/json") }
 
 // isObject reports whether data is one valid JSON object.

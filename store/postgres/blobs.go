@@ -211,6 +211,28 @@ func (s *Store) Missing(ctx context.Context, ds []content.Digest) ([]content.Dig
 	return absent(want, found), nil
 }
 
+// Touch implements blob.Store in one statement: the rows it renews are the
+// digests held, and the rest are absent.
+func (s *Store) Touch(ctx context.Context, ds []content.Digest) ([]content.Digest, error) {
+	if len(ds) == 0 {
+		return nil, nil
+	}
+	want := slices.Clone(ds)
+	content.SortDigests(want)
+	want = slices.Compact(want)
+	rows, err := s.pool.Query(ctx, `UPDATE blobs SET touched_at = GREATEST(touched_at, $3)
+		WHERE universe = $1 AND digest = ANY ($2::bytea[]) RETURNING digest`,
+		s.universe, digestArgs(want), s.now())
+	if err != nil {
+		return nil, fmt.Errorf("postgres: touch: %w", err)
+	}
+	found, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+	if err != nil {
+		return nil, fmt.Errorf("postgres: touch: %w", err)
+	}
+	return absent(want, found), nil
+}
+
 // Usage implements blob.Store.
 func (s *Store) Usage(ctx context.Context) (blob.Usage, error) {
 	var u blob.Usage

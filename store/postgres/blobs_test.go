@@ -278,7 +278,7 @@ func (c *countingObjects) Put(ctx context.Context, key string, data []byte) erro
 	return c.Store.Put(ctx, key, data)
 }
 
-func TestPutMovesTouchedForwardAndGetDoesNot(t *testing.T) {
+func TestPutAndTouchMoveTouchedForwardAndGetDoesNot(t *testing.T) {
 	ctx := context.Background()
 	var clock atomic.Int64
 	clock.Store(1_000_000)
@@ -317,6 +317,21 @@ func TestPutMovesTouchedForwardAndGetDoesNot(t *testing.T) {
 		mustPut(t, s, data)
 		if r := readRow(t, conn, "default", d); r.touched.UnixMilli() != 2_000_000 {
 			t.Fatalf("an older put moved touched_at back to %d", r.touched.UnixMilli())
+		}
+		// An admission by ref renews it like a put, and never moves it back.
+		clock.Store(4_000_000)
+		if missing, err := s.Touch(ctx, []content.Digest{d}); err != nil || len(missing) != 0 {
+			t.Fatalf("Touch = %v, %v", missing, err)
+		}
+		if r := readRow(t, conn, "default", d); r.touched.UnixMilli() != 4_000_000 {
+			t.Fatalf("Touch left touched_at at %d, want 4000000", r.touched.UnixMilli())
+		}
+		clock.Store(3_500_000)
+		if _, err := s.Touch(ctx, []content.Digest{d}); err != nil {
+			t.Fatal(err)
+		}
+		if r := readRow(t, conn, "default", d); r.touched.UnixMilli() != 4_000_000 {
+			t.Fatalf("an older Touch moved touched_at back to %d", r.touched.UnixMilli())
 		}
 	}
 	if n := counting.puts.Load(); n != 1 {

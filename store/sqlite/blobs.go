@@ -137,6 +137,36 @@ func (s *Store) Missing(ctx context.Context, ds []content.Digest) ([]content.Dig
 	return missing, nil
 }
 
+// Touch implements blob.Store: one statement renews the held digests, and
+// the absent ones are read in the same write transaction, so a concurrent
+// collector cannot fall between the two.
+func (s *Store) Touch(ctx context.Context, ds []content.Digest) ([]content.Digest, error) {
+	if len(ds) == 0 {
+		return nil, nil
+	}
+	raw, err := digestsJSON(ds)
+	if err != nil {
+		return nil, err
+	}
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: touch: %w", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `UPDATE blobs SET touched_at_ms = max(touched_at_ms, ?)
+		WHERE universe = ? AND digest IN (SELECT value FROM json_each(?))`, s.nowMs(), s.universe, raw); err != nil {
+		return nil, fmt.Errorf("sqlite: touch: %w", err)
+	}
+	missing, err := missingIn(ctx, tx, s.universe, raw)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: touch: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("sqlite: touch: %w", err)
+	}
+	return missing, nil
+}
+
 // missingIn returns the digests of the JSON array digestsJSON that have no
 // blobs row, sorted and unique (string order equals byte order for digests).
 func missingIn(ctx context.Context, q interface {

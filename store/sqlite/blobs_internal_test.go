@@ -200,7 +200,7 @@ func TestGetDetectsCorruption(t *testing.T) {
 	}
 }
 
-func TestPutRenewsTouchedTimeAndGetDoesNot(t *testing.T) {
+func TestPutAndTouchRenewTouchedTimeAndGetDoesNot(t *testing.T) {
 	ctx := context.Background()
 	now := time.UnixMilli(1_000_000)
 	s := openTest(t, t.TempDir(), WithNow(func() time.Time { return now }))
@@ -223,6 +223,22 @@ func TestPutRenewsTouchedTimeAndGetDoesNot(t *testing.T) {
 		}
 		if r := readRow(t, s, d); r.touchedMs != 2_000_000 {
 			t.Fatalf("Get renewed touched time to %d", r.touchedMs)
+		}
+		// An admission by ref renews it like a put; an older clock never
+		// moves it back.
+		now = time.UnixMilli(4_000_000)
+		if missing, err := s.Touch(ctx, []content.Digest{d}); err != nil || len(missing) != 0 {
+			t.Fatalf("Touch = %v, %v", missing, err)
+		}
+		if r := readRow(t, s, d); r.touchedMs != 4_000_000 || r.createdMs != 1_000_000 {
+			t.Fatalf("after Touch: created %d touched %d; want 1000000, 4000000", r.createdMs, r.touchedMs)
+		}
+		now = time.UnixMilli(3_500_000)
+		if _, err := s.Touch(ctx, []content.Digest{d}); err != nil {
+			t.Fatal(err)
+		}
+		if r := readRow(t, s, d); r.touchedMs != 4_000_000 {
+			t.Fatalf("an older Touch moved touched time back to %d", r.touchedMs)
 		}
 	}
 }
