@@ -55,6 +55,7 @@ func routes() map[string]method {
 	maps.Copy(m, vfsRoutes())
 	maps.Copy(m, forkRoutes())
 	maps.Copy(m, retentionRoutes())
+	maps.Copy(m, storageRoutes())
 	return m
 }
 

@@ -39,6 +39,13 @@ func TestMemoryWorkspacesUseItsClock(t *testing.T) {
 	}
 }
 
+func TestMemoryStorageReportConformance(t *testing.T) {
+	storetest.RunStorageReport(t, func(t *testing.T) (store.SessionLog, blob.Store) {
+		blobs := blob.NewMemory()
+		return store.NewMemory(blobs), blobs
+	})
+}
+
 func TestMemoryRetentionConformance(t *testing.T) {
 	storetest.RunRetention(t, func(t *testing.T) (store.SessionLog, blob.Store) {
 		blobs := blob.NewMemory()

@@ -27,7 +27,7 @@ func rootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(serveCommand(), workerCommand(), migrateCommand(), universeCommand(), chatCommand(), demoCommand(), sessionsCommand(), sessionCommand(), eventsCommand(), contextCommand(), vfsCommand(), transcriptCommand(), cacheCommand(), gcCommand())
+	root.AddCommand(serveCommand(), workerCommand(), migrateCommand(), universeCommand(), chatCommand(), demoCommand(), sessionsCommand(), sessionCommand(), eventsCommand(), contextCommand(), vfsCommand(), transcriptCommand(), cacheCommand(), gcCommand(), storageCommand())
 	return root
 }
 

@@ -144,6 +144,13 @@ func TestSessionLogConformance(t *testing.T) {
 	})
 }
 
+func TestStorageReportConformance(t *testing.T) {
+	storetest.RunStorageReport(t, func(t *testing.T) (store.SessionLog, blob.Store) {
+		s := newStore(t, dirObjects(t))
+		return s, s
+	})
+}
+
 func TestRetentionConformance(t *testing.T) {
 	storetest.RunRetention(t, func(t *testing.T) (store.SessionLog, blob.Store) {
 		s := newStore(t, dirObjects(t))

@@ -36,6 +36,13 @@ func TestBlobConformance(t *testing.T) {
 	blobtest.Run(t, func(t *testing.T) blob.Store { return open(t, t.TempDir()) })
 }
 
+func TestStorageReportConformance(t *testing.T) {
+	storetest.RunStorageReport(t, func(t *testing.T) (store.SessionLog, blob.Store) {
+		s := open(t, t.TempDir())
+		return s, s
+	})
+}
+
 func TestRetentionConformance(t *testing.T) {
 	storetest.RunRetention(t, func(t *testing.T) (store.SessionLog, blob.Store) {
 		s := open(t, t.TempDir())
