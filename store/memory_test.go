@@ -52,3 +52,10 @@ func TestMemoryRetentionConformance(t *testing.T) {
 		return store.NewMemory(blobs), blobs
 	})
 }
+
+func TestMemoryRetentionRace(t *testing.T) {
+	storetest.RunRetentionRace(t, func(t *testing.T) (store.SessionLog, blob.Store) {
+		blobs := blob.NewMemory()
+		return store.NewMemory(blobs), blobs
+	})
+}

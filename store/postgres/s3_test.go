@@ -47,3 +47,19 @@ func TestLargeBlobRoundTripsThroughS3(t *testing.T) {
 	d := mustPut(t, s, data)
 	mustGet(t, s, d, data)
 }
+
+// The collector's guarantees hold where they matter most: PostgreSQL with
+// S3, where a row's delete and its object's are two steps.
+func TestRetentionConformanceWithS3(t *testing.T) {
+	storetest.RunRetention(t, func(t *testing.T) (store.SessionLog, blob.Store) {
+		s := newStore(t, s3Objects(t))
+		return s, s
+	})
+}
+
+func TestRetentionRaceWithS3(t *testing.T) {
+	storetest.RunRetentionRace(t, func(t *testing.T) (store.SessionLog, blob.Store) {
+		s := newStore(t, s3Objects(t))
+		return s, s
+	})
+}

@@ -49,3 +49,10 @@ func TestRetentionConformance(t *testing.T) {
 		return s, s
 	})
 }
+
+func TestRetentionRace(t *testing.T) {
+	storetest.RunRetentionRace(t, func(t *testing.T) (store.SessionLog, blob.Store) {
+		s := open(t, t.TempDir())
+		return s, s
+	})
+}

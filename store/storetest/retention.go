@@ -63,6 +63,9 @@ func RunRetention(t *testing.T, newStores func(t *testing.T) (store.SessionLog, 
 		{"RemovedParentReleasesChildren", testGCEdgesRelease},
 		{"PagesCoverTheCatalog", testGCPages},
 		{"LargeBlobObjectIsDeleted", testGCLarge},
+		{"ForkTreeReleasesRootsWithItsSessions", testGCForkTree},
+		{"CloseAndCompactionKeepRoots", testGCCloseAndCompactionKeepRoots},
+		{"ReuploadSurvivesTheOldObjectsDelete", testGCReupload},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
