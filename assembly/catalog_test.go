@@ -114,6 +114,7 @@ func TestSkillCatalogDocumentAndEdges(t *testing.T) {
 	if got := edges.children(c.Doc.Digest); !slices.Equal(got, want) {
 		t.Fatalf("edges = %v, want %v", got, want)
 	}
+	wantEdgesAreItsRefs(t, blobs, edges, c.Doc)
 	if _, err := ParseAgentMenu([]byte(raw)); err == nil {
 		t.Fatal("a skill catalog parsed as an agent menu")
 	}
@@ -260,6 +261,7 @@ func TestAgentMenu(t *testing.T) {
 	if got := edges.children(c.Doc.Digest); !slices.Equal(got, digests(append(refs, c.Text)...)) {
 		t.Fatalf("edges = %v", got)
 	}
+	wantEdgesAreItsRefs(t, blobs, edges, c.Doc)
 }
 
 func TestSkillsIgnoreModel(t *testing.T) {

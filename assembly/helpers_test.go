@@ -80,3 +80,22 @@ func digests(refs ...content.ContentRef) []content.Digest {
 	content.SortDigests(ds)
 	return slices.Compact(ds)
 }
+
+// wantEdgesAreItsRefs checks that the edges recorded from a stored document
+// are exactly the refs its bytes contain: none missing (the collector would
+// lose what the document names) and none extra (it would keep bytes the
+// document no longer names).
+func wantEdgesAreItsRefs(t *testing.T, blobs blob.Store, edges *edgeRecorder, doc content.ContentRef) {
+	t.Helper()
+	data, err := blobs.Get(context.Background(), doc.Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := content.ExtractRefs(data)
+	if err != nil {
+		t.Fatalf("document %s: %v", doc.MediaType, err)
+	}
+	if got := edges.children(doc.Digest); !slices.Equal(got, want) || len(want) == 0 {
+		t.Fatalf("%s edges = %v, want the refs of its bytes %v", doc.MediaType, got, want)
+	}
+}

@@ -185,6 +185,7 @@ func TestReportContentsAndEdges(t *testing.T) {
 	if got := edges.children(in.Report.Digest); !slices.Equal(got, want) || len(want) != 3 {
 		t.Fatalf("edges = %v, want %v", got, want)
 	}
+	wantEdgesAreItsRefs(t, blobs, edges, in.Report)
 }
 
 func TestAllSourcesOmittedKeepsReport(t *testing.T) {
