@@ -71,9 +71,8 @@ type Collector struct {
 	// AfterScan, for tests, runs between a page's scan and its delete.
 	AfterScan func(universe string, candidates []content.Digest)
 
-	mu      sync.Mutex
-	cursors map[string]store.BlobCursor
-	start   int
+	mu    sync.Mutex
+	start int
 }
 
 // Options of one pass.
@@ -122,9 +121,6 @@ func (c *Collector) Collect(ctx context.Context, opt Options) (Stats, error) {
 	if c.MaxRows > 0 && c.MaxRows < maxRows {
 		maxRows = c.MaxRows
 	}
-	if c.cursors == nil {
-		c.cursors = map[string]store.BlobCursor{}
-	}
 	var st Stats
 	us, err := c.Universes(ctx)
 	if err != nil {
@@ -155,8 +151,12 @@ func (c *Collector) Collect(ctx context.Context, opt Options) (Stats, error) {
 				return st, nil
 			}
 		}
+		cursor, err := u.Store.LoadBlobCursor(ctx)
+		if err != nil {
+			log.Error("retention: loading the cursor failed; skipping the universe", "universe", u.Name, "err", err)
+			continue
+		}
 		st.UniversesScanned++
-		cursor := c.cursors[u.Name]
 		scanned := 0
 		done := false
 		for scanned < maxRows && ctx.Err() == nil && !now().After(stopAt) {
@@ -175,17 +175,19 @@ func (c *Collector) Collect(ctx context.Context, opt Options) (Stats, error) {
 				}
 			}
 			st.Candidates += int64(len(cands))
-			if len(rows) > 0 {
-				last := rows[len(rows)-1]
-				cursor = store.BlobCursor{TouchedAt: last.TouchedAt, Digest: last.Digest}
-			}
 			if !opt.DryRun && len(cands) > 0 {
 				if c.AfterScan != nil {
 					c.AfterScan(u.Name, cands)
 				}
 				if !c.delete(ctx, log, u, cands, cutoff, &st) {
-					break // a holder conflict or failure: skip the universe for this pass
+					// A holder conflict or failure: skip the universe for this
+					// pass; the cursor stays before this page to look again.
+					break
 				}
+			}
+			if len(rows) > 0 {
+				last := rows[len(rows)-1]
+				cursor = store.BlobCursor{TouchedAt: last.TouchedAt, Digest: last.Digest}
 			}
 			if len(rows) < limit {
 				done = true
@@ -194,9 +196,10 @@ func (c *Collector) Collect(ctx context.Context, opt Options) (Stats, error) {
 		}
 		if !opt.DryRun {
 			if done {
-				delete(c.cursors, u.Name) // the next pass starts over
-			} else {
-				c.cursors[u.Name] = cursor
+				cursor = store.BlobCursor{} // the next pass starts over
+			}
+			if err := u.Store.SaveBlobCursor(context.WithoutCancel(ctx), cursor); err != nil {
+				log.Error("retention: saving the cursor failed", "universe", u.Name, "err", err)
 			}
 		}
 	}

@@ -20,7 +20,9 @@ type Memory struct {
 
 	mu       sync.RWMutex
 	sessions map[string]*memSession
-	edges    map[content.Digest]map[content.Digest]struct{} // parent → children
+	// blobCursor is where the last bounded collector pass stopped.
+	blobCursor BlobCursor
+	edges      map[content.Digest]map[content.Digest]struct{} // parent → children
 
 	now        func() time.Time
 	workspaces map[string]Workspace

@@ -109,3 +109,18 @@ func (m *Memory) DeleteDeadBlobs(ctx context.Context, digests []content.Digest, 
 
 // DeleteObject implements Collectable; memory bodies are never objects.
 func (m *Memory) DeleteObject(context.Context, string) error { return nil }
+
+// LoadBlobCursor implements Collectable.
+func (m *Memory) LoadBlobCursor(ctx context.Context) (BlobCursor, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.blobCursor, nil
+}
+
+// SaveBlobCursor implements Collectable.
+func (m *Memory) SaveBlobCursor(ctx context.Context, c BlobCursor) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.blobCursor = c
+	return nil
+}

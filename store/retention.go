@@ -32,6 +32,13 @@ type Collectable interface {
 	// DeleteObject removes the body of a deleted row (its ObjectKey).
 	// Deleting an absent object succeeds.
 	DeleteObject(ctx context.Context, key string) error
+	// LoadBlobCursor returns where the universe's last bounded pass
+	// stopped (zero: start at the beginning). Cursors are durable so a pass
+	// resumes after a restart, a one-shot `cairn gc` or a leader handover.
+	LoadBlobCursor(ctx context.Context) (BlobCursor, error)
+	// SaveBlobCursor records the cursor; a zero cursor starts the next
+	// pass over.
+	SaveBlobCursor(ctx context.Context, c BlobCursor) error
 }
 
 // ErrHolderConflict is matched by DeleteDeadBlobs errors caused by a holder

@@ -120,3 +120,37 @@ func digestFromBytes(b []byte) (content.Digest, error) {
 	}
 	return ds[0], nil
 }
+
+// LoadBlobCursor implements store.Collectable.
+func (s *Store) LoadBlobCursor(ctx context.Context) (store.BlobCursor, error) {
+	var c store.BlobCursor
+	var raw []byte
+	err := s.pool.QueryRow(ctx, `SELECT touched_at, digest FROM retention_cursors WHERE universe = $1`,
+		s.universe).Scan(&c.TouchedAt, &raw)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.BlobCursor{}, nil
+	}
+	if err != nil {
+		return store.BlobCursor{}, fmt.Errorf("postgres: load blob cursor: %w", err)
+	}
+	if c.Digest, err = digestFromBytes(raw); err != nil {
+		return store.BlobCursor{}, fmt.Errorf("postgres: load blob cursor: %w", err)
+	}
+	return c, nil
+}
+
+// SaveBlobCursor implements store.Collectable.
+func (s *Store) SaveBlobCursor(ctx context.Context, c store.BlobCursor) error {
+	var err error
+	if c.IsZero() {
+		_, err = s.pool.Exec(ctx, `DELETE FROM retention_cursors WHERE universe = $1`, s.universe)
+	} else {
+		_, err = s.pool.Exec(ctx, `INSERT INTO retention_cursors (universe, touched_at, digest) VALUES ($1, $2, $3)
+			ON CONFLICT (universe) DO UPDATE SET touched_at = excluded.touched_at, digest = excluded.digest`,
+			s.universe, c.TouchedAt, c.Digest[:])
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: save blob cursor: %w", err)
+	}
+	return nil
+}

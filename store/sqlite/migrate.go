@@ -157,6 +157,14 @@ CREATE INDEX sessions_newest ON sessions (universe, created_at_ms, session_id);
 	{version: 6, sql: `
 CREATE INDEX IF NOT EXISTS blobs_touched ON blobs (universe, touched_at_ms, digest);
 `},
+	// Where each universe's last bounded collector pass stopped.
+	{version: 7, sql: `
+CREATE TABLE IF NOT EXISTS retention_cursors (
+	universe      TEXT PRIMARY KEY,
+	touched_at_ms INTEGER NOT NULL,
+	digest        TEXT NOT NULL
+) WITHOUT ROWID;
+`},
 }
 
 // SchemaVersion is the version Open migrates a database to.

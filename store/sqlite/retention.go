@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -138,4 +139,39 @@ func jsonStrings(strs []string) (string, error) {
 		return "", fmt.Errorf("sqlite: encode digests: %w", err)
 	}
 	return string(raw), nil
+}
+
+// LoadBlobCursor implements store.Collectable.
+func (s *Store) LoadBlobCursor(ctx context.Context) (store.BlobCursor, error) {
+	var ms int64
+	var str string
+	err := s.reader.QueryRowContext(ctx, `SELECT touched_at_ms, digest FROM retention_cursors WHERE universe = ?`,
+		s.universe).Scan(&ms, &str)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.BlobCursor{}, nil
+	}
+	if err != nil {
+		return store.BlobCursor{}, fmt.Errorf("sqlite: load blob cursor: %w", err)
+	}
+	d, err := content.ParseDigest(str)
+	if err != nil {
+		return store.BlobCursor{}, fmt.Errorf("sqlite: load blob cursor: %w", err)
+	}
+	return store.BlobCursor{TouchedAt: time.UnixMilli(ms), Digest: d}, nil
+}
+
+// SaveBlobCursor implements store.Collectable.
+func (s *Store) SaveBlobCursor(ctx context.Context, c store.BlobCursor) error {
+	var err error
+	if c.IsZero() {
+		_, err = s.writer.ExecContext(ctx, `DELETE FROM retention_cursors WHERE universe = ?`, s.universe)
+	} else {
+		_, err = s.writer.ExecContext(ctx, `INSERT INTO retention_cursors (universe, touched_at_ms, digest) VALUES (?, ?, ?)
+			ON CONFLICT (universe) DO UPDATE SET touched_at_ms = excluded.touched_at_ms, digest = excluded.digest`,
+			s.universe, c.TouchedAt.UnixMilli(), c.Digest.String())
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: save blob cursor: %w", err)
+	}
+	return nil
 }
