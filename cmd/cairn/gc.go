@@ -11,7 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cairn-agents/cairn/objstore"
 	"github.com/cairn-agents/cairn/retention"
+	"github.com/cairn-agents/cairn/store/postgres"
 	"github.com/cairn-agents/cairn/store/sqlite"
 )
 
@@ -32,6 +34,9 @@ func gcCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if st.LeaderBusy && st.UniversesScanned == 0 {
+				fmt.Fprintln(cmd.ErrOrStderr(), "another process (a server's background collector) is collecting; nothing was scanned")
+			}
 			enc := json.NewEncoder(cmd.OutOrStdout())
 			enc.SetIndent("", "  ")
 			return enc.Encode(st)
@@ -47,28 +52,58 @@ func gcCommand() *cobra.Command {
 }
 
 func runGC(ctx context.Context, o serveOptions, opt retention.Options) (retention.Stats, error) {
-	col := &retention.Collector{Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
-	if o.postgres == "" {
-		if o.s3.Bucket != "" {
-			return retention.Stats{}, fmt.Errorf("S3 object storage needs the hosted store: add --postgres URL")
-		}
-		if _, err := os.Stat(o.dataDir); err != nil {
-			return retention.Stats{}, fmt.Errorf("no embedded store at %s: %w", o.dataDir, err)
-		}
-		st, err := sqlite.Open(ctx, filepath.Clean(o.dataDir))
-		if err != nil {
-			return retention.Stats{}, fmt.Errorf("opening store in %s: %w", o.dataDir, err)
-		}
-		defer st.Close()
-		col.Universes = retention.Single(st.Universe(), st)
-		return col.Collect(ctx, opt)
-	}
-	db, objects, err := openHostedStore(ctx, o)
+	col, closeStore, err := openCollector(ctx, o, slog.New(slog.NewTextHandler(os.Stderr, nil)))
 	if err != nil {
 		return retention.Stats{}, err
 	}
-	defer db.Close()
-	col.Universes = func(ctx context.Context) ([]retention.Universe, error) {
+	defer closeStore()
+	return col.Collect(ctx, opt)
+}
+
+// openCollector opens, for `cairn gc` and the background collector of
+// `cairn serve`, handles of its own on the store `serve` uses: the embedded
+// store's one universe, collected in-process; or every universe of the
+// hosted store, collected by whichever process holds the PostgreSQL leader
+// lock. closeStore gives up the leadership and closes the handles.
+func openCollector(ctx context.Context, o serveOptions, logger *slog.Logger) (col *retention.Collector, closeStore func(), err error) {
+	col = &retention.Collector{Logger: logger}
+	if o.postgres == "" {
+		if o.s3.Bucket != "" {
+			return nil, nil, fmt.Errorf("S3 object storage needs the hosted store: add --postgres URL")
+		}
+		if _, err := os.Stat(o.dataDir); err != nil {
+			return nil, nil, fmt.Errorf("no embedded store at %s: %w", o.dataDir, err)
+		}
+		st, err := sqlite.Open(ctx, filepath.Clean(o.dataDir))
+		if err != nil {
+			return nil, nil, fmt.Errorf("opening store in %s: %w", o.dataDir, err)
+		}
+		col.Universes = retention.Single(st.Universe(), st)
+		return col, func() { st.Close() }, nil
+	}
+	db, objects, err := openHostedStore(ctx, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	leader := db.Leader()
+	col.Universes = hostedUniverses(db, objects)
+	col.Leader = leader
+	return col, func() {
+		// Not the caller's context: it is usually cancelled by now, and the
+		// next leader should not wait for the server to notice a dropped session.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := leader.Close(ctx); err != nil {
+			logger.Warn("releasing the collector's leadership", "err", err)
+		}
+		db.Close()
+	}, nil
+}
+
+// hostedUniverses lists every universe of the hosted store at each pass, so
+// universes created while a server runs are collected too.
+func hostedUniverses(db *postgres.DB, objects objstore.Store) func(context.Context) ([]retention.Universe, error) {
+	return func(ctx context.Context) ([]retention.Universe, error) {
 		slugs, err := db.Universes(ctx)
 		if err != nil {
 			return nil, err
@@ -83,5 +118,4 @@ func runGC(ctx context.Context, o serveOptions, opt retention.Options) (retentio
 		}
 		return out, nil
 	}
-	return col.Collect(ctx, opt)
 }

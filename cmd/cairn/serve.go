@@ -27,6 +27,7 @@ type serveOptions struct {
 	s3                          objstore.S3Config
 	temporal                    temporalFlags
 	heartbeatTimeout            time.Duration // Temporal mode: SessionArgs.HeartbeatTimeoutMs of new workflows
+	gc                          gcFlags       // the background blob collector
 }
 
 func serveCommand() *cobra.Command {
@@ -52,6 +53,7 @@ func serveCommand() *cobra.Command {
 	o.temporal.register(cmd, "hosted mode: run sessions on Temporal at HOST:PORT (start `cairn worker`s too)")
 	f.DurationVar(&o.heartbeatTimeout, "heartbeat-timeout", 0, "Temporal mode, advanced: how long a dead worker holds a session's model call, tool call or log append before another worker retries it; applies to session workflows started from now on (default 30s; env CAIRN_HEARTBEAT_TIMEOUT)")
 	s3Flags(cmd, &o)
+	o.gc.register(cmd)
 	return cmd
 }
 
@@ -97,6 +99,11 @@ func serve(ctx context.Context, cmd *cobra.Command, o serveOptions) error {
 		hosts = uh
 		logger.Info("hosted store", "s3", o.s3.Bucket != "", "temporal", o.temporal.address)
 	}
+	stopGC, err := startBackgroundGC(ctx, cmd, o, logger)
+	if err != nil {
+		return err
+	}
+	defer stopGC()
 
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
