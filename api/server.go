@@ -9,9 +9,11 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/cairn-agents/cairn/blob"
 	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/retention"
 	"github.com/cairn-agents/cairn/runtime"
 	"github.com/cairn-agents/cairn/store"
 )
@@ -72,6 +74,7 @@ type Server struct {
 	validate     func(apiKind string, params json.RawMessage) error
 	maxBodyBytes int64
 	log          *slog.Logger
+	grace        time.Duration // the collector's, for blobs/holders
 	methods      map[string]method
 }
 
@@ -87,6 +90,10 @@ type ServerOptions struct {
 	ValidateParams func(apiKind string, params json.RawMessage) error
 	MaxBodyBytes   int64
 	Logger         *slog.Logger
+	// RetentionGrace is the grace of this deployment's blob collector
+	// (cairn serve --gc-grace), the default of blobs/holders' eligibility;
+	// 0 means retention.DefaultGrace.
+	RetentionGrace time.Duration
 }
 
 // NewServer returns a server for one host, without authentication.
@@ -102,7 +109,10 @@ func NewServerFor(hosts Hosts, opt ServerOptions) *Server {
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
 	}
-	s := &Server{hosts: hosts, apiKinds: opt.APIKinds, validate: opt.ValidateParams, maxBodyBytes: opt.MaxBodyBytes, log: opt.Logger}
+	if opt.RetentionGrace <= 0 {
+		opt.RetentionGrace = retention.DefaultGrace
+	}
+	s := &Server{hosts: hosts, apiKinds: opt.APIKinds, validate: opt.ValidateParams, maxBodyBytes: opt.MaxBodyBytes, log: opt.Logger, grace: opt.RetentionGrace}
 	s.methods = routes()
 	return s
 }

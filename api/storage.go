@@ -7,7 +7,6 @@ import (
 
 	"github.com/cairn-agents/cairn/content"
 	"github.com/cairn-agents/cairn/core"
-	"github.com/cairn-agents/cairn/retention"
 	"github.com/cairn-agents/cairn/store"
 )
 
@@ -55,8 +54,7 @@ type StorageReportResult struct {
 }
 
 // BlobHoldersParams name a blob of the universe. GraceMs is the collector's
-// grace to compute eligibility with (default retention.DefaultGrace; pass
-// the server's --gc-grace when it differs); Limit bounds each holder list
+// grace to compute eligibility with (default: the server's --gc-grace); Limit bounds each holder list
 // (0: 100; at most 1000).
 type BlobHoldersParams struct {
 	Ref     content.Digest `json:"ref"`
@@ -171,7 +169,7 @@ func (c call) blobHolders(ctx context.Context, p BlobHoldersParams) (BlobHolders
 	if p.Limit < 0 {
 		return BlobHoldersResult{}, invalidParams("limit must not be negative")
 	}
-	grace := retention.DefaultGrace
+	grace := c.grace
 	if p.GraceMs != nil {
 		if *p.GraceMs < 0 {
 			return BlobHoldersResult{}, invalidParams("graceMs must not be negative")

@@ -224,3 +224,21 @@ func TestStorageReportUnsupportedStore(t *testing.T) {
 	_, err = c.BlobHolders(ctx, api.BlobHoldersParams{Ref: content.Sum(core.ConstantBlobs()[0])})
 	wantKind(t, err, api.KindUnsupported)
 }
+
+// Without graceMs, eligibility follows the server's collector grace.
+func TestBlobHoldersDefaultsToTheServersGrace(t *testing.T) {
+	ctx := context.Background()
+	host, _ := newUniverseHost(t)
+	srv := httptest.NewServer(api.NewServer(host, api.ServerOptions{APIKinds: []string{core.APIChatCompletions},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), RetentionGrace: 2 * time.Hour}).Handler())
+	t.Cleanup(srv.Close)
+	c := api.NewClient(srv.URL, nil)
+	put, err := c.PutBlob(ctx, []byte("graced bytes"), "text/plain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := c.BlobHolders(ctx, api.BlobHoldersParams{Ref: put.Ref.Digest})
+	if err != nil || h.GraceMs != (2*time.Hour).Milliseconds() || h.EligibleAtMs != h.TouchedAtMs+h.GraceMs {
+		t.Fatalf("holders = %+v, %v; want the server's 2h grace", h, err)
+	}
+}

@@ -113,7 +113,7 @@ func serve(ctx context.Context, cmd *cobra.Command, o serveOptions) error {
 		logger.Warn("the embedded mode has no API keys: anyone who can reach this address can use every session", "listen", ln.Addr().String())
 	}
 	srv := &http.Server{
-		Handler:           api.NewServerFor(hosts, api.ServerOptions{APIKinds: apiKinds, ValidateParams: validateParams, Logger: logger}).Handler(),
+		Handler:           api.NewServerFor(hosts, api.ServerOptions{APIKinds: apiKinds, ValidateParams: validateParams, Logger: logger, RetentionGrace: o.gc.grace}).Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	logger.Info("cairn serving", "rpc", "http://"+ln.Addr().String()+"/rpc")

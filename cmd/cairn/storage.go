@@ -12,7 +12,6 @@ import (
 
 	"github.com/cairn-agents/cairn/api"
 	"github.com/cairn-agents/cairn/content"
-	"github.com/cairn-agents/cairn/retention"
 	"github.com/cairn-agents/cairn/store"
 )
 
@@ -75,8 +74,8 @@ func storageHoldersCommand() *cobra.Command {
 		Long: `Print what keeps a blob (sha256:<hex>) from the collector: the sessions that
 reference it, reducer checkpoints, a snapshot record, workspace heads, parent
 blobs whose format embeds it, and the constant pin. ELIGIBLE is its last
-touch plus --grace (pass the server's --gc-grace); an unheld blob is
-collected by the first pass after it.`,
+touch plus the server's --gc-grace, or --grace when given; an unheld blob
+is collected by the first pass after it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			d, err := content.ParseDigest(args[0])
@@ -86,8 +85,12 @@ collected by the first pass after it.`,
 			if grace < 0 {
 				return fmt.Errorf("--grace must not be negative")
 			}
-			ms := grace.Milliseconds()
-			h, err := cf.client().BlobHolders(cmd.Context(), api.BlobHoldersParams{Ref: d, GraceMs: &ms, Limit: limit})
+			p := api.BlobHoldersParams{Ref: d, Limit: limit}
+			if cmd.Flags().Changed("grace") {
+				ms := grace.Milliseconds()
+				p.GraceMs = &ms
+			}
+			h, err := cf.client().BlobHolders(cmd.Context(), p)
 			if err != nil {
 				return err
 			}
@@ -100,7 +103,7 @@ collected by the first pass after it.`,
 	}
 	cf.register(cmd)
 	f := cmd.Flags()
-	f.DurationVar(&grace, "grace", retention.DefaultGrace, "the collector's grace, to compute eligibility with")
+	f.DurationVar(&grace, "grace", 0, "the grace to compute eligibility with (default: the server's --gc-grace)")
 	f.IntVar(&limit, "limit", 0, "entries per holder list (default 100, at most 1000)")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
