@@ -58,6 +58,7 @@ func RunRetention(t *testing.T, newStores func(t *testing.T) (store.SessionLog, 
 			})
 		}},
 		{"ConstantBlobsAreKept", testGCConstants},
+		{"RefInsideBlobBytesHoldsNothing", testGCRefInBytes},
 		{"RootAppendedAfterScanWins", testGCRecheckRoot},
 		{"TouchAfterScanWins", testGCRecheckTouch},
 		{"RemovedParentReleasesChildren", testGCEdgesRelease},

@@ -196,3 +196,14 @@ func testGCCursorPersists(f *fixture) {
 		f.t.Fatalf("the pass after a complete one scanned %d rows, want all %d", st.RowsScanned, all)
 	}
 }
+
+// testGCRefInBytes: a ref written inside a blob's bytes, even as an exact
+// JSON ref string, holds nothing; only a format's declared edges do.
+func testGCRefInBytes(f *fixture) {
+	named := f.put("named inside another blob")
+	doc := f.put(`{"ref":"` + named.String() + `","note":"a document that mentions a ref"}`)
+	f.append("s1", 0, opened("s1", 1), refs(2, content.ContentRef{Digest: doc, MediaType: content.MediaJSON}))
+	f.gc()
+	f.wantExists("the rooted document", doc, true)
+	f.wantExists("a blob only named inside its bytes", named, false)
+}
