@@ -66,6 +66,17 @@ ensure_s3() {
   export CAIRN_TEST_S3_ENDPOINT="http://127.0.0.1:$port" CAIRN_TEST_S3_BUCKET=cairn-test
 }
 
+ensure_chromium() {
+  # The inspector's browser tests (web/) drive a headless Chromium.
+  local b
+  for b in chromium chromium-browser google-chrome; do
+    command -v "$b" >/dev/null 2>&1 && return 0
+  done
+  echo "installing Chromium"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null 2>&1 ||
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null
+}
+
 ensure_temporal() {
   if [ -n "${CAIRN_TEST_TEMPORAL:-}" ]; then return 0; fi
   local bin=.ci/bin/temporal stamp

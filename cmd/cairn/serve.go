@@ -19,6 +19,7 @@ import (
 	"github.com/cairn-agents/cairn/provider/endpoint"
 	"github.com/cairn-agents/cairn/runtime/temporal"
 	"github.com/cairn-agents/cairn/store/postgres"
+	"github.com/cairn-agents/cairn/web"
 )
 
 type serveOptions struct {
@@ -47,7 +48,7 @@ func serveCommand() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.dataDir, "data", envOr("CAIRN_DATA", ".cairn"), "embedded mode: directory for everything the server stores (env CAIRN_DATA)")
-	f.StringVar(&o.listen, "listen", envOr("CAIRN_LISTEN", defaultAddr), "address to serve JSON-RPC on (env CAIRN_LISTEN)")
+	f.StringVar(&o.listen, "listen", envOr("CAIRN_LISTEN", defaultAddr), "address to serve the JSON-RPC API and the web inspector on (env CAIRN_LISTEN)")
 	f.StringVar(&o.configPath, "config", os.Getenv("CAIRN_CONFIG"), "provider config file (env CAIRN_CONFIG)")
 	postgresFlag(cmd, &o.postgres, "hosted mode: PostgreSQL URL; requests then need an API key")
 	o.temporal.register(cmd, "hosted mode: run sessions on Temporal at HOST:PORT (start `cairn worker`s too)")
@@ -113,10 +114,11 @@ func serve(ctx context.Context, cmd *cobra.Command, o serveOptions) error {
 		logger.Warn("the embedded mode has no API keys: anyone who can reach this address can use every session", "listen", ln.Addr().String())
 	}
 	srv := &http.Server{
-		Handler:           api.NewServerFor(hosts, api.ServerOptions{APIKinds: apiKinds, ValidateParams: validateParams, Logger: logger, RetentionGrace: o.gc.grace}).Handler(),
+		Handler:           web.WithAPI(api.NewServerFor(hosts, api.ServerOptions{APIKinds: apiKinds, ValidateParams: validateParams, Logger: logger, RetentionGrace: o.gc.grace}).Handler()),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	logger.Info("cairn serving", "rpc", "http://"+ln.Addr().String()+"/rpc")
+	logger.Info("inspector", "url", "http://"+ln.Addr().String()+"/")
 	// Tests and scripts read the bound address from stdout.
 	fmt.Fprintf(cmd.OutOrStdout(), "listening on %s\n", ln.Addr())
 	errc := make(chan error, 1)

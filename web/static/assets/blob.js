@@ -1,0 +1,152 @@
+// The blob page: the exact bytes of one content-addressed blob, shown by
+// media type (from ?type=, which the inspector's links carry; sniffed from
+// the bytes otherwise) and always downloadable as they are.
+
+import { call, isAbort } from './rpc.js';
+import { h, clear, append, fmtBytes, fmtInt, shortRef, errorBox, jsonTree } from './dom.js';
+
+const HEX_LIMIT = 4096;
+
+export function blobPage(ctx, ref) {
+  ctx.setCrumbs([{ label: 'Sessions', href: '/' }, { label: `blob ${shortRef(ref)}`, mono: true }]);
+  const given = ctx.query.get('type') || '';
+  const facts = h('dl', { class: 'chips' });
+  const actions = h('div', { class: 'blob-actions' });
+  const view = h('div', { class: 'blob-view', id: 'blob-view' }, h('p', { class: 'quiet' }, 'Loading…'));
+  ctx.root.append(h('section', { class: 'page blob-page' },
+    h('div', { class: 'page-head' }, h('h1', {}, 'Blob'), h('span', { class: 'spacer' }), actions),
+    h('p', { class: 'mono ref-full', id: 'blob-ref' }, ref),
+    facts, view));
+
+  const urls = [];
+  ctx.signal.addEventListener('abort', () => urls.forEach((u) => URL.revokeObjectURL(u)));
+  const objectURL = (bytes, type) => {
+    const u = URL.createObjectURL(new Blob([bytes], { type }));
+    urls.push(u);
+    return u;
+  };
+
+  (async () => {
+    let bytes;
+    try {
+      const res = await call('blobs/read', { ref }, { signal: ctx.signal });
+      bytes = decodeBase64(res.data || '');
+    } catch (err) {
+      if (!isAbort(err)) clear(view).append(errorBox(err, 'Could not read the blob'));
+      return;
+    }
+    const sniffed = sniff(bytes);
+    const mediaType = given || sniffed;
+    const chip = (label, value, attrs) => h('div', { class: 'chip', ...attrs }, h('dt', {}, label), h('dd', {}, value));
+    facts.append(
+      chip('media type', h('span', { class: 'mono', id: 'blob-type' }, mediaType), { title: given ? 'from the link that opened this page' : 'sniffed from the bytes' }),
+      chip('source', given ? 'link' : 'sniffed'),
+      chip('size', h('span', { class: 'num', id: 'blob-size', title: `${fmtInt(bytes.length)} bytes` }, fmtBytes(bytes.length))));
+    // The download is untyped: the bytes can never render as a page of
+    // this origin, whatever they contain.
+    actions.append(h('a', { class: 'button primary', id: 'download', href: objectURL(bytes, 'application/octet-stream'), download: ref }, `Download ${fmtBytes(bytes.length)}`));
+    append(clear(view), [render(bytes, mediaType, objectURL)]);
+  })();
+}
+
+function render(bytes, mediaType, objectURL) {
+  const base = mediaType.split(';')[0].trim().toLowerCase();
+  if (base === 'application/json' || base.endsWith('+json')) {
+    const text = decodeText(bytes);
+    try {
+      return jsonView(JSON.parse(text), text);
+    } catch (err) {
+      return [h('p', { class: 'error' }, `Not valid JSON (${err.message}); shown as text.`), h('pre', { class: 'text-view' }, text)];
+    }
+  }
+  if (base.startsWith('image/')) return h('figure', { class: 'media-view' }, h('img', { src: objectURL(bytes, base), alt: `blob of type ${base}`, id: 'blob-image' }));
+  if (base.startsWith('audio/')) return h('figure', { class: 'media-view' }, h('audio', { controls: true, preload: 'metadata', src: objectURL(bytes, base), id: 'blob-audio' }));
+  if (base.startsWith('video/')) return h('figure', { class: 'media-view' }, h('video', { controls: true, preload: 'metadata', src: objectURL(bytes, base), id: 'blob-video' }));
+  const text = base.startsWith('text/') || base === 'application/xml' || base === 'application/yaml' ? decodeText(bytes) : strictText(bytes);
+  if (text !== null) return h('pre', { class: 'text-view', id: 'blob-text' }, text);
+  return hexView(bytes);
+}
+
+function jsonView(value, text) {
+  const tree = h('div', { class: 'json-tree', id: 'blob-json' }, jsonTree(value, 3));
+  const raw = h('pre', { class: 'text-view', hidden: true }, JSON.stringify(value, null, 2));
+  const asTree = h('button', { type: 'button', 'aria-pressed': 'true' }, 'Folded');
+  const asText = h('button', { type: 'button', 'aria-pressed': 'false' }, 'Pretty text');
+  const pick = (treeOn) => {
+    tree.hidden = !treeOn;
+    raw.hidden = treeOn;
+    asTree.setAttribute('aria-pressed', String(treeOn));
+    asText.setAttribute('aria-pressed', String(!treeOn));
+  };
+  asTree.addEventListener('click', () => pick(true));
+  asText.addEventListener('click', () => pick(false));
+  return [h('div', { class: 'segmented small' }, asTree, asText,
+    h('span', { class: 'quiet small' }, ` ${fmtInt(text.length)} characters`)), tree, raw];
+}
+
+function hexView(bytes) {
+  const n = Math.min(bytes.length, HEX_LIMIT);
+  const lines = [];
+  for (let off = 0; off < n; off += 16) {
+    const row = bytes.subarray(off, Math.min(off + 16, n));
+    const hex = Array.from(row, (b) => b.toString(16).padStart(2, '0')).join(' ');
+    const ascii = Array.from(row, (b) => (b >= 0x20 && b < 0x7f ? String.fromCharCode(b) : '·')).join('');
+    lines.push(`${off.toString(16).padStart(8, '0')}  ${hex.padEnd(47)}  ${ascii}`);
+  }
+  return [h('p', { class: 'quiet small' }, bytes.length > n ? `Binary: the first ${fmtInt(n)} of ${fmtInt(bytes.length)} bytes.` : 'Binary.'),
+    h('pre', { class: 'hex-view', id: 'blob-hex' }, lines.join('\n'))];
+}
+
+function decodeBase64(b64) {
+  const bin = atob(b64);
+  const out = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+  return out;
+}
+
+function decodeText(bytes) {
+  return new TextDecoder('utf-8').decode(bytes);
+}
+
+// strictText returns the bytes as text when they are valid UTF-8 without
+// control characters other than whitespace; null otherwise.
+function strictText(bytes) {
+  let text;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    return null;
+  }
+  return /[\u0000-\u0008\u000e-\u001f\u007f]/.test(text) ? null : text;
+}
+
+// sniff names the media type of bytes that came without one.
+export function sniff(b) {
+  const ascii = (from, to) => String.fromCharCode(...b.subarray(from, to));
+  const starts = (...sig) => b.length >= sig.length && sig.every((v, i) => b[i] === v);
+  if (starts(0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a)) return 'image/png';
+  if (starts(0xff, 0xd8, 0xff)) return 'image/jpeg';
+  if (ascii(0, 6) === 'GIF87a' || ascii(0, 6) === 'GIF89a') return 'image/gif';
+  if (ascii(0, 4) === 'RIFF' && ascii(8, 12) === 'WEBP') return 'image/webp';
+  if (ascii(0, 4) === 'RIFF' && ascii(8, 12) === 'WAVE') return 'audio/wav';
+  if (ascii(0, 4) === 'OggS') return 'audio/ogg';
+  if (ascii(0, 4) === 'fLaC') return 'audio/flac';
+  if (ascii(0, 3) === 'ID3' || (b.length > 1 && b[0] === 0xff && (b[1] & 0xe0) === 0xe0)) return 'audio/mpeg';
+  if (ascii(4, 8) === 'ftyp') return ascii(8, 11) === 'M4A' ? 'audio/mp4' : 'video/mp4';
+  if (starts(0x1a, 0x45, 0xdf, 0xa3)) return 'video/webm';
+  if (ascii(0, 5) === '%PDF-') return 'application/pdf';
+  const text = strictText(b);
+  if (text === null) return 'application/octet-stream';
+  const t = text.trim();
+  if ((t.startsWith('{') || t.startsWith('[')) && isJSON(t)) return 'application/json';
+  return 'text/plain; charset=utf-8';
+}
+
+function isJSON(t) {
+  try {
+    JSON.parse(t);
+    return true;
+  } catch {
+    return false;
+  }
+}
