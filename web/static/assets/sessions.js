@@ -49,7 +49,7 @@ export function sessionsPage(ctx) {
           s.compactionPending ? h('span', { class: 'quiet small' }, ' compacting') : null),
         h('td', {}, h('span', { class: 'mono' }, s.model?.model || '—'), h('span', { class: 'quiet small' }, s.model?.providerId ? ` · ${s.model.providerId}` : '')),
         h('td', { class: 'nowrap', title: fmtTime(s.updatedAtMs) }, fmtAgo(s.updatedAtMs, now)),
-        h('td', { class: 'num nowrap size' }, h('div', { class: 'events-count', title: `head: event ${fmtInt(s.head)}` }, `${fmtInt(s.head)} events`),
+        h('td', { class: 'num nowrap size' }, h('div', { class: 'events-count', title: `head: event ${fmtInt(s.head)}` }, `${fmtInt(s.head)} ${s.head === 1 ? 'event' : 'events'}`),
           h('div', { class: 'quiet small bytes' })),
         h('td', {}, s.lastRunStatus ? statusBadge(s.lastRunStatus) : h('span', { class: 'quiet' }, '—')),
         h('td', { class: 'nowrap quiet' }, fmtTime(s.createdAtMs))));
