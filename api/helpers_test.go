@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,6 +20,7 @@ import (
 	"github.com/cairn-agents/cairn/blob"
 	"github.com/cairn-agents/cairn/content"
 	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/internal/testenv"
 	"github.com/cairn-agents/cairn/provider"
 	"github.com/cairn-agents/cairn/provider/chat"
 	"github.com/cairn-agents/cairn/runtime"
@@ -182,24 +182,6 @@ func (h observedHost) Changed(ctx context.Context, sessionID string) (int64, <-c
 	return head, ch, err
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent writers (the server's log).
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // env is a JSON-RPC server over a real local host on memory stores.
 type env struct {
 	c       *api.Client
@@ -208,7 +190,7 @@ type env struct {
 	blobs   *faultyBlobs
 	log     *store.Memory
 	changed chan string
-	logs    *syncBuffer
+	logs    *testenv.Buffer
 }
 
 func newEnv(t *testing.T) *env {
@@ -226,7 +208,7 @@ func newEnv(t *testing.T) *env {
 	if err := host.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &testenv.Buffer{}
 	oh := observedHost{Host: host, changed: make(chan string, 64)}
 	srv := httptest.NewServer(api.NewServer(oh, api.ServerOptions{
 		APIKinds: []string{core.APIChatCompletions},

@@ -8,13 +8,15 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cairn-agents/cairn/internal/testenv"
 )
 
 // proc is a child process (a worker) whose stdout lines a test can wait for.
 type proc struct {
 	name   string
 	cmd    *exec.Cmd
-	stderr *lockedWriter
+	stderr *testenv.Buffer
 
 	mu      sync.Mutex
 	lines   []string
@@ -32,7 +34,7 @@ func startProc(t *testing.T, name, bin string, args, env []string, ready string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{name: name, cmd: cmd, stderr: &lockedWriter{b: &strings.Builder{}}, changed: make(chan struct{})}
+	p := &proc{name: name, cmd: cmd, stderr: &testenv.Buffer{}, changed: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cairn-agents/cairn/api"
+	"github.com/cairn-agents/cairn/internal/testenv"
 )
 
 // The binaries under test: cairn itself, and the test-only Temporal worker
@@ -41,7 +42,7 @@ func TestMain(m *testing.M) {
 type server struct {
 	cmd    *exec.Cmd
 	addr   string
-	stderr *lockedWriter
+	stderr *testenv.Buffer
 }
 
 // writeProviderConfig points provider id "fake" at the fake server.
@@ -70,7 +71,7 @@ func startServeWith(t *testing.T, args []string, env ...string) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &server{cmd: cmd, stderr: &lockedWriter{b: &strings.Builder{}}}
+	s := &server{cmd: cmd, stderr: &testenv.Buffer{}}
 	cmd.Stderr = s.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

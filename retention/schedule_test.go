@@ -1,7 +1,6 @@
 package retention_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cairn-agents/cairn/content"
+	"github.com/cairn-agents/cairn/internal/testenv"
 	"github.com/cairn-agents/cairn/retention"
 	"github.com/cairn-agents/cairn/store"
 )
@@ -61,24 +61,6 @@ func (c *catalog) scanTimes() []time.Time {
 	return append([]time.Time(nil), c.scans...)
 }
 
-// syncBuffer is a log sink safe for the collector's goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // run starts c.Run and returns a stop that cancels it and fails the test
 // unless Run returns promptly.
 func run(t *testing.T, c *retention.Collector, interval time.Duration) (stop func()) {
@@ -113,7 +95,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 func TestRunCollectsAfterEachIntervalAndLogs(t *testing.T) {
 	cat := &catalog{}
-	var logs syncBuffer
+	var logs testenv.Buffer
 	c := &retention.Collector{Universes: retention.Single("u", cat), Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 	const interval = 40 * time.Millisecond
 	start := time.Now()
@@ -150,7 +132,7 @@ func TestRunStopsDuringAPass(t *testing.T) {
 func TestRunRetriesAfterAFailedPass(t *testing.T) {
 	cat := &catalog{}
 	var calls atomic.Int64
-	var logs syncBuffer
+	var logs testenv.Buffer
 	c := &retention.Collector{
 		Universes: func(ctx context.Context) ([]retention.Universe, error) {
 			if calls.Add(1) == 1 {

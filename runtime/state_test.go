@@ -14,6 +14,7 @@ import (
 	"github.com/cairn-agents/cairn/blob"
 	"github.com/cairn-agents/cairn/content"
 	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/internal/testenv"
 	"github.com/cairn-agents/cairn/runtime"
 	"github.com/cairn-agents/cairn/store"
 )
@@ -180,26 +181,9 @@ func replayTo(t *testing.T, evs []core.Event, n int) *core.State {
 }
 
 // capture is a logger writing to a buffer.
-func capture() (*slog.Logger, *syncBuffer) {
-	buf := &syncBuffer{}
+func capture() (*slog.Logger, *testenv.Buffer) {
+	buf := &testenv.Buffer{}
 	return slog.New(slog.NewTextHandler(buf, nil)), buf
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // countingLog counts the events ReadAfter returns.

@@ -7,33 +7,15 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/cairn-agents/cairn/api"
 	"github.com/cairn-agents/cairn/content"
 	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/internal/testenv"
 	"github.com/cairn-agents/cairn/view"
 )
-
-// lockedBuffer is a bytes.Buffer a command may write while a test reads.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 func TestTranscriptCommandPagesAndFollows(t *testing.T) {
 	s := startVFSServer(t)
@@ -87,7 +69,7 @@ func TestTranscriptCommandPagesAndFollows(t *testing.T) {
 	// --follow prints the latest page, then what is committed after it.
 	followCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	out := &lockedBuffer{}
+	out := &testenv.Buffer{}
 	root := rootCommand()
 	root.SetArgs([]string{"transcript", sid, "--limit", "1", "--follow", "--server", s.url})
 	root.SetOut(out)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/cairn-agents/cairn/blob"
 	"github.com/cairn-agents/cairn/content"
 	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/internal/testenv"
 	"github.com/cairn-agents/cairn/provider"
 	"github.com/cairn-agents/cairn/runtime"
 	"github.com/cairn-agents/cairn/store"
@@ -31,24 +31,6 @@ func (l *countingLog) ReadAfter(ctx context.Context, id string, after int64, lim
 	return evs, err
 }
 
-// lockedBuffer is a log destination safe for the host's goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // cpEnv is a host with checkpoints over shared memory stores, restartable
 // over a (possibly wrapped) log.
 type cpEnv struct {
@@ -57,13 +39,13 @@ type cpEnv struct {
 	mem     *store.Memory
 	adapter *scriptAdapter
 	host    *Host
-	logs    *lockedBuffer
+	logs    *testenv.Buffer
 }
 
 func newCPEnv(t *testing.T, adapter *scriptAdapter) *cpEnv {
 	t.Helper()
 	blobs := blob.NewMemory()
-	e := &cpEnv{t: t, blobs: blobs, mem: store.NewMemory(blobs), adapter: adapter, logs: &lockedBuffer{}}
+	e := &cpEnv{t: t, blobs: blobs, mem: store.NewMemory(blobs), adapter: adapter, logs: &testenv.Buffer{}}
 	e.start(e.mem, e.mem)
 	return e
 }

@@ -1,18 +1,17 @@
 package postgres_test
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"os/signal"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cairn-agents/cairn/content"
+	"github.com/cairn-agents/cairn/internal/testenv"
 	"github.com/cairn-agents/cairn/retention"
 	"github.com/cairn-agents/cairn/store"
 	"github.com/cairn-agents/cairn/store/postgres"
@@ -195,24 +194,6 @@ func TestLeaderHelperProcess(t *testing.T) {
 	}
 }
 
-// syncBuffer collects a helper's output for failure messages.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestLeaderHandsOverBetweenProcesses(t *testing.T) {
 	ctx := context.Background()
 	_, url := connect(t)
@@ -220,10 +201,10 @@ func TestLeaderHandsOverBetweenProcesses(t *testing.T) {
 	if _, err := conn.Exec(ctx, `CREATE TABLE leader_marks (name text NOT NULL, at timestamptz NOT NULL)`); err != nil {
 		t.Fatal(err)
 	}
-	start := func(name string) (*exec.Cmd, *syncBuffer) {
+	start := func(name string) (*exec.Cmd, *testenv.Buffer) {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestLeaderHelperProcess$", "-test.count=1", "-test.timeout=0")
 		cmd.Env = append(os.Environ(), helperURL+"="+url, helperName+"="+name)
-		out := &syncBuffer{}
+		out := &testenv.Buffer{}
 		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
