@@ -83,6 +83,27 @@ func TestE2E_HostedModeOnPostgresAndS3(t *testing.T) {
 	if _, err := b.ReadSession(ctx, "notes"); kindOf(err) != api.KindNotFound {
 		t.Fatalf("universe globex saw acme's session: %v", err)
 	}
+
+	// Rotating acme's key: add one, revoke the first; the running server
+	// refuses the revoked key at once and serves the new one.
+	out, err := runCairn(t, env, "universe", "key", "add", "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	keyA2 := lines[len(lines)-1]
+	if out, err := runCairn(t, env, "universe", "key", "revoke", "acme", keyA); err != nil || !strings.Contains(out, "revoked") {
+		t.Fatalf("key revoke: %v\n%s", err, out)
+	}
+	if _, err := a.ReadSession(ctx, "notes"); kindOf(err) != api.KindUnauthorized {
+		t.Fatalf("a revoked key: %v", err)
+	}
+	if _, err := srv.client().WithAPIKey(keyA2).ReadSession(ctx, "notes"); err != nil {
+		t.Fatalf("the new key: %v", err)
+	}
+	if out, err := runCairn(t, env, "universe", "key", "list", "acme"); err != nil || strings.Count(strings.TrimSpace(out), "\n") != 1 {
+		t.Fatalf("key list after rotation: %v\n%s", err, out)
+	}
 }
 
 // createUniverse runs `cairn universe create` and returns the key printed

@@ -78,6 +78,6 @@ func universeCommand() *cobra.Command {
 		},
 	}
 	postgresFlag(create, &url, "PostgreSQL URL")
-	cmd.AddCommand(create)
+	cmd.AddCommand(create, keyCommand())
 	return cmd
 }

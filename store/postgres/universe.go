@@ -52,12 +52,10 @@ func (db *DB) CreateUniverse(ctx context.Context, slug string) (apiKey string, e
 	if err := ValidateUniverse(slug); err != nil {
 		return "", err
 	}
-	var secret [32]byte
-	if _, err := rand.Read(secret[:]); err != nil {
+	key, hash, err := newAPIKey()
+	if err != nil {
 		return "", fmt.Errorf("postgres: create universe: %w", err)
 	}
-	key := APIKeyPrefix + base64.RawURLEncoding.EncodeToString(secret[:])
-	hash := sha256.Sum256([]byte(key))
 	err = inTx(ctx, db.pool, func(tx pgx.Tx) error {
 		now := db.now()
 		tag, err := tx.Exec(ctx, `INSERT INTO universes (slug, created_at) VALUES ($1, $2) ON CONFLICT DO NOTHING`, slug, now)
@@ -77,6 +75,16 @@ func (db *DB) CreateUniverse(ctx context.Context, slug string) (apiKey string, e
 		return "", err
 	}
 	return key, nil
+}
+
+// newAPIKey returns a fresh key and the SHA-256 under which it is stored.
+func newAPIKey() (string, [32]byte, error) {
+	var secret [32]byte
+	if _, err := rand.Read(secret[:]); err != nil {
+		return "", [32]byte{}, err
+	}
+	key := APIKeyPrefix + base64.RawURLEncoding.EncodeToString(secret[:])
+	return key, sha256.Sum256([]byte(key)), nil
 }
 
 // EnsureUniverse creates the universe if it does not exist, with no API key:
