@@ -28,8 +28,9 @@ import (
 // of the scripted session lists in 15 KB), so a 200-message request would
 // add ~20 KB to its event, and to Temporal history with it. The event holds
 // the list's ref, which makes it a session root like every ref in an event;
-// segment digests are not blob refs (see SegmentDigestPrefix), so the list
-// declares no edges.
+// segment digests are not blob refs (see SegmentDigestPrefix), so a list
+// declares no edges. A long list is stored in chunks behind an index
+// (MediaRequestSegmentIndex), whose edges hold the chunks.
 
 // SegmentDigestPrefix marks segment digests; like FingerprintPrefix it is
 // deliberately not "sha256:", so a digest is never mistaken for a blob ref.
@@ -106,7 +107,8 @@ type CacheFacts struct {
 	// its framing (model, parameters, JSON punctuation).
 	SegmentBytes int64 `json:"segmentBytes"`
 	SegmentCount int   `json:"segmentCount"`
-	// Segments is the stored list (MediaRequestSegments).
+	// Segments is the stored list: MediaRequestSegments, or
+	// MediaRequestSegmentIndex when it is long.
 	Segments content.ContentRef `json:"segments"`
 }
 
@@ -143,6 +145,54 @@ func DecodeSegments(data []byte) ([]CacheSegment, error) {
 		return nil, fmt.Errorf("segment list: %w", err)
 	}
 	return l.Segments, nil
+}
+
+// MediaRequestSegmentIndex is the media type of a long segment list stored
+// in chunks: the JSON object {"chunks":[{"ref":"sha256:…","count":n}…]},
+// each chunk a MediaRequestSegments list of SegmentChunk segments (the last
+// one fewer). Chunks cut at fixed positions, so the chunks of a prefix that
+// did not change are the same blobs as the previous turn's: a turn stores
+// its index, its changed chunks and nothing else, and no blob outgrows the
+// inline limit. The writer records edges from the index to its chunks.
+const MediaRequestSegmentIndex = "application/vnd.cairn.request-segment-index+json"
+
+// SegmentChunk is the number of segments per chunk (about 6 KB of JSON).
+const SegmentChunk = 64
+
+// SegmentIndex lists a chunked segment list's chunks in order.
+type SegmentIndex struct {
+	Chunks []SegmentChunkRef `json:"chunks"`
+}
+
+// SegmentChunkRef is one chunk and the number of segments it holds.
+type SegmentChunkRef struct {
+	Ref   content.Digest `json:"ref"`
+	Count int            `json:"count"`
+}
+
+// ChunkSegments cuts segs at every SegmentChunk-th position.
+func ChunkSegments(segs []CacheSegment) [][]CacheSegment {
+	var out [][]CacheSegment
+	for len(segs) > 0 {
+		n := min(SegmentChunk, len(segs))
+		out = append(out, segs[:n])
+		segs = segs[n:]
+	}
+	return out
+}
+
+// DecodeSegmentIndex reads a stored index.
+func DecodeSegmentIndex(data []byte) (SegmentIndex, error) {
+	var ix SegmentIndex
+	if err := json.Unmarshal(data, &ix); err != nil {
+		return SegmentIndex{}, fmt.Errorf("segment index: %w", err)
+	}
+	for i, c := range ix.Chunks {
+		if c.Ref.IsZero() || c.Count <= 0 || c.Count > SegmentChunk {
+			return SegmentIndex{}, fmt.Errorf("segment index: chunk %d is not a ref with 1 to %d segments", i, SegmentChunk)
+		}
+	}
+	return ix, nil
 }
 
 // SegmentTotal is the sum of the segments' bytes.

@@ -2,8 +2,10 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/cairn-agents/cairn/blob"
@@ -67,16 +69,52 @@ func (x *Executor) cacheFacts(ctx context.Context, model core.ModelSelection, ou
 	if len(out.Segments) == 0 {
 		return nil
 	}
-	data, err := core.EncodeSegments(out.Segments)
-	if err != nil {
-		return nil
-	}
-	ref, err := blob.PutRef(ctx, x.Blobs, data, core.MediaRequestSegments, "")
+	ref, err := x.putSegments(ctx, out.Segments)
 	if err != nil {
 		return nil
 	}
 	return &core.CacheFacts{ProviderID: model.ProviderID, APIKind: model.APIKind, Model: model.Model, RequestBytes: out.RequestBytes,
 		SegmentBytes: core.SegmentTotal(out.Segments), SegmentCount: len(out.Segments), Segments: ref}
+}
+
+// putSegments stores a segment list: as one list when it is short or
+// there is no edge store to hold chunks, else in chunks behind an index
+// (core.MediaRequestSegmentIndex) with edges to them.
+func (x *Executor) putSegments(ctx context.Context, segs []core.CacheSegment) (content.ContentRef, error) {
+	if len(segs) <= core.SegmentChunk || x.Files == nil {
+		data, err := core.EncodeSegments(segs)
+		if err != nil {
+			return content.ContentRef{}, err
+		}
+		return blob.PutRef(ctx, x.Blobs, data, core.MediaRequestSegments, "")
+	}
+	var ix core.SegmentIndex
+	var kids []content.Digest
+	for _, chunk := range core.ChunkSegments(segs) {
+		data, err := core.EncodeSegments(chunk)
+		if err != nil {
+			return content.ContentRef{}, err
+		}
+		d, err := x.Blobs.Put(ctx, data)
+		if err != nil {
+			return content.ContentRef{}, err
+		}
+		ix.Chunks = append(ix.Chunks, core.SegmentChunkRef{Ref: d, Count: len(chunk)})
+		kids = append(kids, d)
+	}
+	data, err := json.Marshal(ix)
+	if err != nil {
+		return content.ContentRef{}, err
+	}
+	ref, err := blob.PutRef(ctx, x.Blobs, data, core.MediaRequestSegmentIndex, "")
+	if err != nil {
+		return content.ContentRef{}, err
+	}
+	content.SortDigests(kids)
+	if err := x.Files.PutEdges(ctx, ref.Digest, slices.Compact(kids)); err != nil {
+		return content.ContentRef{}, err
+	}
+	return ref, nil
 }
 
 // FailedGeneration turns a generation error the host will not retry into the

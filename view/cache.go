@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/cairn-agents/cairn/content"
 	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/store"
 )
@@ -209,11 +210,7 @@ func ReadCacheReport(ctx context.Context, log store.SessionLog, blobs BlobReader
 		report.Cursor = gens[first].seq
 	}
 	for i := range gens {
-		segData, err := blobs.Get(ctx, gens[i].facts.Segments.Digest)
-		if err != nil {
-			return CacheReport{}, fmt.Errorf("cache report of %s, seq %d: segment list: %w", sessionID, gens[i].seq, err)
-		}
-		if gens[i].segs, err = core.DecodeSegments(segData); err != nil {
+		if gens[i].segs, err = ReadSegments(ctx, blobs, gens[i].facts.Segments); err != nil {
 			return CacheReport{}, fmt.Errorf("cache report of %s, seq %d: %w", sessionID, gens[i].seq, err)
 		}
 	}
@@ -413,4 +410,39 @@ func toolMoved(p core.CacheSegment, c *core.CacheSegment) bool {
 		return false
 	}
 	return p.Kind != c.Kind || p.Ref != c.Ref
+}
+
+// ReadSegments loads a stored segment list, whole or chunked.
+func ReadSegments(ctx context.Context, blobs BlobReader, ref content.ContentRef) ([]core.CacheSegment, error) {
+	data, err := blobs.Get(ctx, ref.Digest)
+	if err != nil {
+		return nil, fmt.Errorf("segment list: %w", err)
+	}
+	switch ref.MediaType {
+	case core.MediaRequestSegments:
+		return core.DecodeSegments(data)
+	case core.MediaRequestSegmentIndex:
+	default:
+		return nil, fmt.Errorf("segment list of media type %q", ref.MediaType)
+	}
+	ix, err := core.DecodeSegmentIndex(data)
+	if err != nil {
+		return nil, err
+	}
+	var segs []core.CacheSegment
+	for i, c := range ix.Chunks {
+		data, err := blobs.Get(ctx, c.Ref)
+		if err != nil {
+			return nil, fmt.Errorf("segment chunk %d: %w", i, err)
+		}
+		chunk, err := core.DecodeSegments(data)
+		if err != nil {
+			return nil, fmt.Errorf("segment chunk %d: %w", i, err)
+		}
+		if len(chunk) != c.Count {
+			return nil, fmt.Errorf("segment chunk %d holds %d segments, its index says %d", i, len(chunk), c.Count)
+		}
+		segs = append(segs, chunk...)
+	}
+	return segs, nil
 }
