@@ -128,4 +128,22 @@ func TestRehydrate_LoadsFromTheCheckpointAndTheTail(t *testing.T) {
 	if !errors.As(err, &appErr) || appErr.Type() != runtime.KindHistoryIncomplete || !appErr.NonRetryable() {
 		t.Fatalf("rehydrating over a log missing its last event: %v, want a non-retryable %s", err, runtime.KindHistoryIncomplete)
 	}
+
+	st.drop.Store(0)
+	// A fresh worker's state cache starts from the checkpoint too: the
+	// checkpoint activity at the head reads only the tail.
+	fresh := ctemporal.NewActivities(func(context.Context, string) (ctemporal.Store, error) { return st, nil }, nil, nil)
+	env.RegisterActivity(fresh)
+	st.read.Store(0)
+	if _, err := env.ExecuteActivity(fresh.Checkpoint, ctemporal.CheckpointIn{Universe: "u", SessionID: "s1", Head: state.Head}); err != nil {
+		t.Fatal(err)
+	}
+	if got, tail := st.read.Load(), state.Head-cpState.Head; got != tail {
+		t.Fatalf("a fresh worker's state cache read %d events, want the %d after the checkpoint", got, tail)
+	}
+	if _, d, err := st.LatestCheckpoint(ctx, "s1", state.Head); err != nil {
+		t.Fatal(err)
+	} else if data, err := blobs.Get(ctx, d); err != nil || !bytes.Equal(data, want) {
+		t.Fatalf("the checkpoint written from the cached state differs from a full replay's: %v", err)
+	}
 }

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/cairn-agents/cairn/blob"
 	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/runtime"
 	"github.com/cairn-agents/cairn/store"
 )
 
@@ -44,13 +46,31 @@ func (c *stateCache) entry(key string) *cachedState {
 	return e
 }
 
-// with runs fn on the session's state advanced to exactly head.
-func (c *stateCache) with(ctx context.Context, log store.SessionLog, universe, sessionID string, head int64, fn func(*core.State) error) error {
+// cacheSource is where a cold cache entry loads from: the session's latest
+// checkpoint at or below the head wanted, then the events after it.
+type cacheSource interface {
+	store.SessionLog
+	store.Checkpoints
+	blob.Store
+}
+
+// with runs fn on the session's state advanced to exactly head. A cold
+// entry (a fresh worker, or a head behind the cached one) starts from the
+// nearest checkpoint, not from the first event.
+func (c *stateCache) with(ctx context.Context, log cacheSource, universe, sessionID string, head int64, fn func(*core.State) error) error {
 	e := c.entry(universe + "/" + sessionID)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.state == nil || e.state.Head > head {
 		e.state = core.NewState()
+		if head > 0 {
+			st, err := runtime.StateAt(ctx, log, log, log, sessionID, head)
+			if err != nil {
+				e.state = nil
+				return err
+			}
+			e.state = st
+		}
 	}
 	for e.state.Head < head {
 		evs, err := log.ReadAfter(ctx, sessionID, e.state.Head, int(min(head-e.state.Head, 1000)))
