@@ -138,8 +138,9 @@ func TestRehydrate_LoadsFromTheCheckpointAndTheTail(t *testing.T) {
 	if _, err := env.ExecuteActivity(fresh.Checkpoint, ctemporal.CheckpointIn{Universe: "u", SessionID: "s1", Head: state.Head}); err != nil {
 		t.Fatal(err)
 	}
-	if got, tail := st.read.Load(), state.Head-cpState.Head; got != tail {
-		t.Fatalf("a fresh worker's state cache read %d events, want the %d after the checkpoint", got, tail)
+	// The tail, and the head's event again to identify the history.
+	if got, tail := st.read.Load(), state.Head-cpState.Head; got != tail+1 {
+		t.Fatalf("a fresh worker's state cache read %d events, want the %d after the checkpoint and one more", got, tail)
 	}
 	if _, d, err := st.LatestCheckpoint(ctx, "s1", state.Head); err != nil {
 		t.Fatal(err)

@@ -2,7 +2,9 @@ package temporal
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/cairn-agents/cairn/blob"
@@ -23,6 +25,9 @@ type stateCache struct {
 type cachedState struct {
 	mu    sync.Mutex
 	state *core.State
+	// last identifies the event at state.Head, to tell whether the log
+	// still holds the history the state was built from.
+	last [32]byte
 }
 
 func newStateCache(max int) *stateCache {
@@ -61,10 +66,22 @@ func (c *stateCache) with(ctx context.Context, log cacheSource, universe, sessio
 	e := c.entry(universe + "/" + sessionID)
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.state != nil && e.state.Head > 0 && e.state.Head <= head {
+		// A session deleted and created again under its id (on another
+		// worker, which cannot tell this one) has other events at the same
+		// seqs: the cached state is only good if its last event is still there.
+		at, err := eventAt(ctx, log, sessionID, e.state.Head)
+		if err != nil || at != e.last {
+			e.state = nil
+		}
+	}
 	if e.state == nil || e.state.Head > head {
 		e.state = core.NewState()
 		if head > 0 {
 			st, err := runtime.StateAt(ctx, log, log, log, sessionID, head)
+			if err == nil {
+				e.last, err = eventAt(ctx, log, sessionID, head)
+			}
 			if err != nil {
 				e.state = nil
 				return err
@@ -87,8 +104,29 @@ func (c *stateCache) with(ctx context.Context, log cacheSource, universe, sessio
 				e.state = nil
 				return err
 			}
+			e.last = eventSum(ev)
 		}
 	}
 	e.state.SessionID = sessionID // a history fork replays its source's session.opened
 	return fn(e.state)
+}
+
+// eventAt identifies the session's event at seq.
+func eventAt(ctx context.Context, log store.SessionLog, sessionID string, seq int64) ([32]byte, error) {
+	evs, err := log.ReadAfter(ctx, sessionID, seq-1, 1)
+	if err != nil {
+		return [32]byte{}, err
+	}
+	if len(evs) != 1 || evs[0].Seq != seq {
+		return [32]byte{}, fmt.Errorf("session %s has no event %d", sessionID, seq)
+	}
+	return eventSum(evs[0]), nil
+}
+
+// eventSum digests everything that makes an event itself.
+func eventSum(ev core.Event) [32]byte {
+	h := sha256.New()
+	fmt.Fprintf(h, "%d\x00%s\x00%d\x00%d\x00%s\x00", ev.Seq, ev.Kind, ev.Version, ev.ObservedAtMs, strings.Join(ev.Joins, ","))
+	h.Write(ev.Payload)
+	return [32]byte(h.Sum(nil))
 }
