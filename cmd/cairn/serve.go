@@ -17,6 +17,7 @@ import (
 	"github.com/cairn-agents/cairn/api"
 	"github.com/cairn-agents/cairn/objstore"
 	"github.com/cairn-agents/cairn/provider/endpoint"
+	"github.com/cairn-agents/cairn/runtime/local"
 	"github.com/cairn-agents/cairn/runtime/temporal"
 	"github.com/cairn-agents/cairn/store/postgres"
 	"github.com/cairn-agents/cairn/web"
@@ -29,6 +30,8 @@ type serveOptions struct {
 	temporal                    temporalFlags
 	heartbeatTimeout            time.Duration // Temporal mode: SessionArgs.HeartbeatTimeoutMs of new workflows
 	gc                          gcFlags       // the background blob collector
+	maxIdleSessions             int           // local hosts: idle sessions kept in memory
+	idleSessionTTL              time.Duration // local hosts: idle sessions unused longer are dropped
 }
 
 func serveCommand() *cobra.Command {
@@ -53,6 +56,8 @@ func serveCommand() *cobra.Command {
 	postgresFlag(cmd, &o.postgres, "hosted mode: PostgreSQL URL; requests then need an API key")
 	o.temporal.register(cmd, "hosted mode: run sessions on Temporal at HOST:PORT (start `cairn worker`s too)")
 	f.DurationVar(&o.heartbeatTimeout, "heartbeat-timeout", 0, "Temporal mode, advanced: how long a dead worker holds a session's model call, tool call or log append before another worker retries it; applies to session workflows started from now on (default 30s; env CAIRN_HEARTBEAT_TIMEOUT)")
+	f.IntVar(&o.maxIdleSessions, "max-idle-sessions", local.DefaultMaxIdleSessions, "sessions driven in this process: keep at most this many idle ones in memory, least recently used go first (0: the default; negative: no bound)")
+	f.DurationVar(&o.idleSessionTTL, "idle-session-ttl", local.DefaultIdleTTL, "sessions driven in this process: drop idle ones unused for this long from memory; they reload from their checkpoint (0: the default; negative: never)")
 	s3Flags(cmd, &o)
 	o.gc.register(cmd)
 	return cmd
@@ -75,7 +80,7 @@ func providerResolver(o serveOptions) endpoint.Resolver { return endpoint.New(o.
 
 func serve(ctx context.Context, cmd *cobra.Command, o serveOptions) error {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	hostOpts := hostOptions{resolver: providerResolver(o), logger: logger}
+	hostOpts := hostOptions{resolver: providerResolver(o), logger: logger, maxIdleSessions: o.maxIdleSessions, idleTTL: o.idleSessionTTL}
 	var hosts api.Hosts
 	if o.heartbeatTimeout != 0 && o.temporal.address == "" {
 		return fmt.Errorf("--heartbeat-timeout (CAIRN_HEARTBEAT_TIMEOUT) applies to the Temporal mode only: add --temporal HOST:PORT")

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/cairn-agents/cairn/blob"
 	"github.com/cairn-agents/cairn/core"
@@ -57,6 +58,11 @@ type hostOptions struct {
 	transport http.RoundTripper // nil: the default HTTP transport
 	tools     []runtime.Tool    // besides the built-in vfs_* tools
 	logger    *slog.Logger
+	// maxIdleSessions and idleTTL bound the idle sessions a local host
+	// keeps in memory (0: local.DefaultMaxIdleSessions, DefaultIdleTTL;
+	// negative: no bound).
+	maxIdleSessions int
+	idleTTL         time.Duration
 }
 
 // startHost builds the executors over a store and starts a local host on it,
@@ -74,7 +80,8 @@ func startHost(ctx context.Context, log store.SessionLog, blobs blob.Store, file
 		Transcriber: transcribe.New(o.resolver, &http.Client{Transport: o.transport}),
 	}
 	cps, _ := log.(store.Checkpoints) // nil for a log without checkpoints
-	host := local.New(local.Options{Log: log, Blobs: blobs, Executor: exec, Logger: o.logger, Checkpoints: cps})
+	host := local.New(local.Options{Log: log, Blobs: blobs, Executor: exec, Logger: o.logger, Checkpoints: cps,
+		MaxIdleSessions: o.maxIdleSessions, IdleTTL: o.idleTTL})
 	if err := host.Start(ctx); err != nil {
 		host.Close()
 		return nil, err

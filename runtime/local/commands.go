@@ -25,21 +25,31 @@ func (h *Host) CreateSession(ctx context.Context, id string, cfg core.SessionCon
 	} else if !errors.Is(err, store.ErrSessionNotFound) {
 		return "", err
 	}
-	s := &session{id: id, drive: core.NewDrive(core.NewState()), inflight: map[string]*flight{}, changed: make(chan struct{})}
+	// The new session enters the map before its first event commits, so
+	// no caller loads a second copy meanwhile; if a caller is already
+	// looking the id up, that caller's copy stays, and this one (which
+	// only appends the opening) is dropped.
+	s := newSession(id)
+	s.drive = core.NewDrive(core.NewState())
+	h.mu.Lock()
+	registered := h.sessions[id] == nil
+	if registered {
+		s.refs = 1
+		h.insert(s)
+	}
+	h.mu.Unlock()
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	_, err := h.admitAndCommit(s, core.OpenSession{AtMs: h.nowMs(), SessionID: id, Config: cfg, Instructions: instructions})
+	s.mu.Unlock()
+	if registered && h.finishLoad(s, err) == nil {
+		h.release(s)
+	}
 	if err != nil {
 		if errors.Is(err, store.ErrHeadConflict) {
 			return "", &core.Rejection{Kind: core.RejectSessionExists, Message: fmt.Sprintf("session %s already exists", id)}
 		}
 		return "", err
 	}
-	h.mu.Lock()
-	if h.sessions[id] == nil { // a reader may have loaded it from the log already
-		h.sessions[id] = s
-	}
-	h.mu.Unlock()
 	return id, nil
 }
 
@@ -68,6 +78,7 @@ func (h *Host) Submit(ctx context.Context, sessionID string, cmd core.Command) (
 	if err != nil {
 		return core.Admission{}, err
 	}
+	defer h.release(s)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := h.awaitCompaction(ctx, s, cmd); err != nil {
@@ -145,18 +156,21 @@ func (h *Host) Inspect(ctx context.Context, sessionID string, fn func(*core.Stat
 	if err != nil {
 		return err
 	}
+	defer h.release(s)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	fn(s.drive.State())
 	return nil
 }
 
-// Changed returns the session's head and a channel closed at its next commit.
+// Changed returns the session's head and a channel closed at its next commit,
+// or when the session is evicted: a waiter then calls Changed again.
 func (h *Host) Changed(ctx context.Context, sessionID string) (int64, <-chan struct{}, error) {
 	s, err := h.session(ctx, sessionID)
 	if err != nil {
 		return 0, nil, err
 	}
+	defer h.release(s)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.drive.State().Head, s.changed, nil

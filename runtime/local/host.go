@@ -34,6 +34,11 @@ type Options struct {
 	// session from its latest checkpoint and the events after it, and
 	// writes one per runtime.CheckpointDue after its commits.
 	Checkpoints store.Checkpoints
+	// MaxIdleSessions bounds the idle sessions kept in memory (default
+	// 1024; negative: no bound); IdleTTL drops an idle session unused for
+	// longer (default 10 minutes; negative: never). See evict.go.
+	MaxIdleSessions int
+	IdleTTL         time.Duration
 }
 
 // RetryPolicy bounds retries of retryable provider errors.
@@ -52,6 +57,8 @@ type Host struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
+	uses     uint64        // counts session uses: the LRU clock
+	kick     chan struct{} // asks the sweeper for a sweep now
 }
 
 // New returns a host; call Start before use.
@@ -74,8 +81,14 @@ func New(opt Options) *Host {
 	if opt.Retry.MaxDelay <= 0 {
 		opt.Retry.MaxDelay = 30 * time.Second
 	}
+	if opt.MaxIdleSessions == 0 {
+		opt.MaxIdleSessions = DefaultMaxIdleSessions
+	}
+	if opt.IdleTTL == 0 {
+		opt.IdleTTL = DefaultIdleTTL
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Host{opt: opt, ctx: ctx, cancel: cancel, sessions: map[string]*session{}}
+	return &Host{opt: opt, ctx: ctx, cancel: cancel, sessions: map[string]*session{}, kick: make(chan struct{}, 1)}
 }
 
 // RandomID returns prefix + 16 random hex digits.
@@ -85,8 +98,8 @@ func RandomID(prefix string) string {
 	return prefix + hex.EncodeToString(b[:])
 }
 
-// Start stores the constant blobs and resumes every session whose last run
-// is unfinished, from its log.
+// Start stores the constant blobs, resumes every session whose last run is
+// unfinished, from its log, and starts evicting idle sessions.
 func (h *Host) Start(ctx context.Context) error {
 	for _, b := range core.ConstantBlobs() {
 		if _, err := h.opt.Blobs.Put(ctx, b); err != nil {
@@ -106,7 +119,10 @@ func (h *Host) Start(ctx context.Context) error {
 		s.mu.Lock()
 		h.pump(s)
 		s.mu.Unlock()
+		h.release(s)
 	}
+	h.work.Add(1)
+	go h.sweeper()
 	return nil
 }
 

@@ -43,10 +43,17 @@ func (h *Host) pump(s *session) {
 	}
 }
 
+// retryPumpLater pumps the session again in a second; it holds the session
+// meanwhile, so it is not evicted with the failed step pending.
+// The caller holds s.mu.
 func (h *Host) retryPumpLater(s *session) {
+	h.mu.Lock()
+	s.refs++
+	h.mu.Unlock()
 	h.work.Add(1)
 	go func() {
 		defer h.work.Done()
+		defer h.release(s)
 		select {
 		case <-h.ctx.Done():
 		case <-time.After(time.Second):

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/runtime"
@@ -12,8 +13,24 @@ import (
 
 // session is a loaded session: its drive, its in-flight work and a channel
 // closed whenever new events commit (long-polling readers wait on it).
+//
+// h.sessions holds at most one session per id, and only the session in the
+// map may append for its id: a session enters the map before it is loaded
+// (or created), so a concurrent caller waits for that load instead of
+// starting a second one, and it leaves the map only when evicted or
+// deleted (evict.go).
 type session struct {
-	id       string
+	id string
+	// loaded is closed once the session is loaded, or its load failed
+	// (loadErr, set under h.mu; the session has then left the map).
+	loaded  chan struct{}
+	loadErr error
+
+	// Guarded by h.mu: the eviction policy's bookkeeping.
+	refs     int       // callers and host goroutines holding the session; > 0 pins it
+	used     uint64    // h.uses at its last use: the LRU order
+	lastUsed time.Time // host clock at its last use, for Options.IdleTTL
+
 	mu       sync.Mutex
 	drive    *core.Drive
 	inflight map[string]*flight
@@ -29,28 +46,93 @@ type flight struct {
 	cancel context.CancelFunc
 }
 
+func newSession(id string) *session {
+	return &session{id: id, loaded: make(chan struct{}), inflight: map[string]*flight{}, changed: make(chan struct{})}
+}
+
 // session returns the loaded session, loading it from its latest checkpoint
-// and the log on first use.
+// and the log on first use. The caller holds it until it calls release;
+// a held session is never evicted.
 func (h *Host) session(ctx context.Context, id string) (*session, error) {
-	h.mu.Lock()
-	s := h.sessions[id]
-	h.mu.Unlock()
-	if s != nil {
-		return s, nil
+	for {
+		h.mu.Lock()
+		s := h.sessions[id]
+		if s == nil {
+			s = newSession(id)
+			s.refs = 1
+			h.insert(s)
+			h.mu.Unlock()
+			st, rep, err := h.load(ctx, id)
+			if err == nil {
+				s.mu.Lock()
+				s.drive, s.checkpointSeq = core.NewDrive(st), rep.CheckpointSeq
+				s.mu.Unlock()
+			}
+			if err := h.finishLoad(s, err); err != nil {
+				return nil, err
+			}
+			return s, nil
+		}
+		s.refs++
+		h.mu.Unlock()
+		select {
+		case <-s.loaded:
+		case <-ctx.Done():
+			h.release(s)
+			return nil, ctx.Err()
+		}
+		if s.loadErr == nil {
+			return s, nil
+		}
+		// Its loader failed (perhaps only its own context ended) and took
+		// it out of the map: try again, loading it ourselves if need be.
+		h.release(s)
 	}
-	st, rep, err := h.load(ctx, id)
+}
+
+// finishLoad ends the load (or creation) of s, which the caller holds: on
+// failure s leaves the map and the caller's hold is released.
+func (h *Host) finishLoad(s *session, err error) error {
 	if err != nil {
-		return nil, err
+		h.mu.Lock()
+		s.loadErr = err
+		if h.sessions[s.id] == s {
+			delete(h.sessions, s.id)
+		}
+		h.mu.Unlock()
 	}
+	close(s.loaded)
+	if err != nil {
+		h.release(s)
+	}
+	return err
+}
+
+// insert puts a session in the map and asks the sweeper to run when more
+// are loaded than the idle bound. The caller holds h.mu.
+func (h *Host) insert(s *session) {
+	h.sessions[s.id] = s
+	h.touch(s)
+	if h.opt.MaxIdleSessions >= 0 && len(h.sessions) > h.opt.MaxIdleSessions {
+		select {
+		case h.kick <- struct{}{}:
+		default: // a sweep is already due
+		}
+	}
+}
+
+// release ends a hold taken by session.
+func (h *Host) release(s *session) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	if s := h.sessions[id]; s != nil {
-		return s, nil // another caller loaded it first
-	}
-	s = &session{id: id, drive: core.NewDrive(st), inflight: map[string]*flight{}, changed: make(chan struct{}),
-		checkpointSeq: rep.CheckpointSeq}
-	h.sessions[id] = s
-	return s, nil
+	s.refs--
+	h.touch(s)
+	h.mu.Unlock()
+}
+
+// touch records a use of s. The caller holds h.mu.
+func (h *Host) touch(s *session) {
+	h.uses++
+	s.used, s.lastUsed = h.uses, h.opt.Now()
 }
 
 // load rebuilds a session's state from its latest usable checkpoint and the
@@ -78,6 +160,9 @@ func (h *Host) commit(s *session, in core.Intent) error {
 	}
 	close(s.changed)
 	s.changed = make(chan struct{})
+	h.mu.Lock()
+	h.touch(s) // work finishing in the background counts as a use, for IdleTTL
+	h.mu.Unlock()
 	h.cancelStale(s)
 	h.checkpoint(s)
 	return nil
