@@ -57,16 +57,8 @@ func universeCommand() *cobra.Command {
 		Use:   "create SLUG",
 		Short: "Create a universe and print its API key (alone, on the last line)",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			db, err := connectPostgres(cmd.Context(), url)
-			if err != nil {
-				return err
-			}
-			defer db.Close()
-			if err := db.CheckSchema(cmd.Context()); err != nil {
-				return err
-			}
-			key, err := db.CreateUniverse(cmd.Context(), args[0])
+		RunE: withDB(&url, func(ctx context.Context, cmd *cobra.Command, db *postgres.DB, args []string) error {
+			key, err := db.CreateUniverse(ctx, args[0])
 			if err != nil {
 				return err
 			}
@@ -75,7 +67,7 @@ func universeCommand() *cobra.Command {
 			fmt.Fprintln(out, "its API key follows; it is shown only now (only its hash is stored):")
 			fmt.Fprintln(out, key)
 			return nil
-		},
+		}),
 	}
 	postgresFlag(create, &url, "PostgreSQL URL")
 	cmd.AddCommand(create, keyCommand())

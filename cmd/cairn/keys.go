@@ -17,24 +17,11 @@ import (
 func keyCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "key", Short: "Add, list and revoke a universe's API keys"}
 	var url string
-	withDB := func(run func(ctx context.Context, cmd *cobra.Command, db *postgres.DB, args []string) error) func(*cobra.Command, []string) error {
-		return func(cmd *cobra.Command, args []string) error {
-			db, err := connectPostgres(cmd.Context(), url)
-			if err != nil {
-				return err
-			}
-			defer db.Close()
-			if err := db.CheckSchema(cmd.Context()); err != nil {
-				return err
-			}
-			return run(cmd.Context(), cmd, db, args)
-		}
-	}
 	add := &cobra.Command{
 		Use:   "add SLUG",
 		Short: "Issue another API key for a universe and print it (alone, on the last line)",
 		Args:  cobra.ExactArgs(1),
-		RunE: withDB(func(ctx context.Context, cmd *cobra.Command, db *postgres.DB, args []string) error {
+		RunE: withDB(&url, func(ctx context.Context, cmd *cobra.Command, db *postgres.DB, args []string) error {
 			key, info, err := db.AddAPIKey(ctx, args[0])
 			if err != nil {
 				return err
@@ -50,7 +37,7 @@ func keyCommand() *cobra.Command {
 		Use:   "list SLUG",
 		Short: "List a universe's API keys by id (the keys themselves are not stored)",
 		Args:  cobra.ExactArgs(1),
-		RunE: withDB(func(ctx context.Context, cmd *cobra.Command, db *postgres.DB, args []string) error {
+		RunE: withDB(&url, func(ctx context.Context, cmd *cobra.Command, db *postgres.DB, args []string) error {
 			keys, err := db.APIKeys(ctx, args[0])
 			if err != nil {
 				return err
@@ -67,7 +54,7 @@ func keyCommand() *cobra.Command {
 		Use:   "revoke SLUG ID|KEY",
 		Short: "Revoke one of a universe's API keys, named by its id or by the key; it stops working at once",
 		Args:  cobra.ExactArgs(2),
-		RunE: withDB(func(ctx context.Context, cmd *cobra.Command, db *postgres.DB, args []string) error {
+		RunE: withDB(&url, func(ctx context.Context, cmd *cobra.Command, db *postgres.DB, args []string) error {
 			k, err := db.RevokeAPIKey(ctx, args[0], args[1])
 			if err != nil {
 				return err
@@ -81,4 +68,20 @@ func keyCommand() *cobra.Command {
 	}
 	cmd.AddCommand(add, list, revoke)
 	return cmd
+}
+
+// withDB runs an admin command against the hosted store at *url, once its
+// schema is known to be current.
+func withDB(url *string, run func(ctx context.Context, cmd *cobra.Command, db *postgres.DB, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		db, err := connectPostgres(cmd.Context(), *url)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		if err := db.CheckSchema(cmd.Context()); err != nil {
+			return err
+		}
+		return run(cmd.Context(), cmd, db, args)
+	}
 }
