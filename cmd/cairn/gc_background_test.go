@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -101,17 +100,16 @@ func TestBackgroundGCEmbedded(t *testing.T) {
 		t.Fatal("a disabled collector deleted a blob")
 	}
 
-	var logs bytes.Buffer
+	var logs testenv.Buffer
 	stop, err = startBackgroundGC(ctx, cmd, serveOptions{dataDir: dir, gc: gcFlags{interval: 20 * time.Millisecond, grace: time.Millisecond}},
 		slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the background collector deleting the blob", func() bool { return !present() })
+	// The pass that deleted it logs once it returns.
+	eventually(t, "a logged pass", func() bool { return strings.Contains(logs.String(), "retention: pass") })
 	stop()
-	if !strings.Contains(logs.String(), "retention: pass") {
-		t.Errorf("no pass was logged:\n%s", logs.String())
-	}
 }
 
 func TestBackgroundGCHosted(t *testing.T) {
