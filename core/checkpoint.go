@@ -171,6 +171,9 @@ func DecodeCheckpoint(data []byte) (*State, error) {
 			}
 			r.Turn = t
 		}
+		if r.ended() {
+			r.settle() // a checkpoint written before runs settled
+		}
 		s.runs[r.ID] = r
 		s.runOrder = append(s.runOrder, r.ID)
 		if r.SubmissionID != "" {

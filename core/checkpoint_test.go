@@ -1,7 +1,9 @@
 package core_test
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -35,5 +37,65 @@ func TestCheckpoint_UnusableCheckpointsAreTypedErrors(t *testing.T) {
 		if !errors.As(err, &ce) {
 			t.Errorf("%s: error %v, want *CheckpointError", name, err)
 		}
+	}
+}
+
+// An ended run keeps only what reads of it need, so a checkpoint grows by a
+// small fixed amount per past run, not by each run's inputs and turns; a
+// checkpoint written before runs settled decodes to the same state.
+func TestCheckpoint_EndedRunsKeepOnlyWhatReadsNeed(t *testing.T) {
+	h := newHarness(t, testConfig("search"))
+	long := strings.Repeat("a long question about acorns ", 20) // a 580-byte preview
+	for i := range 4 {
+		id := fmt.Sprintf("r%d", i)
+		h.mustAdmit(core.StartRun{AtMs: h.tick(), RunID: id, SubmissionID: "sub-" + id, Input: input(long, long)})
+		h.callTools(call("c"+id, "search"))
+		w := h.expectTools()
+		h.mustAdmit(toolResult(h.tick(), w, "c"+id, core.CallOK, `{"hits":3}`))
+		h.answer("done " + id)
+		h.expectIdle()
+	}
+	r := h.state().Run("r3")
+	if r == nil || r.Status != core.StatusCompleted || r.Turns != 2 || r.Output == nil || r.SubmissionID != "sub-r3" || r.InputFingerprint == "" {
+		t.Fatalf("ended run r3 = %+v; reads need its status, turns, output and submission", r)
+	}
+	if r.Input != nil || r.Turn != nil {
+		t.Fatalf("ended run r3 kept its input or turn: %+v", r)
+	}
+	data, err := core.EncodeCheckpoint(h.state())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cp struct{ Runs []json.RawMessage }
+	if err := json.Unmarshal(data, &cp); err != nil || len(cp.Runs) != 4 {
+		t.Fatalf("checkpoint runs: %d, %v", len(cp.Runs), err)
+	}
+	for i, rec := range cp.Runs {
+		if len(rec) > 400 {
+			t.Fatalf("ended run %d takes %d bytes of every checkpoint: %s", i, len(rec), rec)
+		}
+	}
+	// A checkpoint written before ended runs settled decodes settled, so
+	// its state equals a replay's and its successors stay small.
+	var raw map[string]any
+	if err := json.Unmarshal(data, &raw); err != nil {
+		t.Fatal(err)
+	}
+	raw["runs"].([]any)[0].(map[string]any)["input"] = []any{map[string]any{"content": text("old input"), "preview": long}}
+	old, err := json.Marshal(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decoded, err := core.DecodeCheckpoint(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := decoded.Run("r0"); r == nil || r.Input != nil {
+		t.Fatalf("an old checkpoint's ended run decoded with its input: %+v", r)
+	}
+	// A resubmission of an ended run's submission is still recognised.
+	a := h.mustAdmit(core.StartRun{AtMs: h.tick(), RunID: "r-again", SubmissionID: "sub-r3", Input: input(long, long)})
+	if !a.Duplicate || a.RunID != "r3" {
+		t.Fatalf("resubmitting sub-r3 = %+v, want the ended run r3", a)
 	}
 }

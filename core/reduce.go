@@ -231,6 +231,7 @@ func (s *State) applyRun(ev Event) error {
 
 func (s *State) endRun(r *Run, status string, seq int64) {
 	r.Status, r.EndedSeq = status, seq
+	r.settle()
 	if r.Turns > 0 {
 		s.runsSinceCompaction++
 	}
@@ -244,6 +245,20 @@ func (s *State) endRun(r *Run, status string, seq int64) {
 			return
 		}
 	}
+}
+
+// settle drops what an ended run no longer needs. Its input, activations,
+// steering, transcripts and last turn served its turns; reads of an ended run
+// use its status, turns, output, error and seqs, and a resubmission its
+// submission id and fingerprint. Kept, they would make every checkpoint carry
+// every run's inputs for the whole life of the session.
+func (r *Run) settle() {
+	r.Input, r.Activations, r.Steering, r.Transcripts, r.Turn = nil, nil, nil, nil, nil
+}
+
+// ended reports whether a run reached a terminal status.
+func (r *Run) ended() bool {
+	return r.Status == StatusCompleted || r.Status == StatusFailed || r.Status == StatusCancelled
 }
 
 func (s *State) applyTurn(ev Event, r *Run) error {
