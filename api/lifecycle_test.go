@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/cairn-agents/cairn/api"
 	"github.com/cairn-agents/cairn/core"
@@ -223,5 +224,35 @@ func TestSessionList_PagesNewestFirst(t *testing.T) {
 		if _, err := e.c.ListSessions(bg, bad); !isKind(err, api.KindInvalidParams) {
 			t.Fatalf("list %+v: %v, want invalid_params", bad, err)
 		}
+	}
+}
+
+// A reader long-polling a session that is deleted wakes at once and is told
+// the session is gone, rather than waiting out its wait.
+func TestSessionDelete_WakesLongPollingReaders(t *testing.T) {
+	e := newEnv(t)
+	sid := e.create(t, api.CreateSessionParams{SessionID: "s"})
+	e.closeSession(t, sid)
+	head := e.read(t, sid).Head
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, err := e.c.ReadEvents(bg, api.EventsReadParams{SessionID: sid, After: head, WaitMs: 20_000})
+		done <- err
+	}()
+	// Let the reader start waiting: it is waiting once the session is loaded
+	// and its head is past; a read of the session is loaded by then too.
+	time.Sleep(200 * time.Millisecond)
+	if _, err := e.c.DeleteSession(bg, api.SessionDeleteParams{SessionID: sid}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		wantKind(t, err, api.KindNotFound)
+		if waited := time.Since(start); waited > 10*time.Second {
+			t.Fatalf("the reader waited %v", waited)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a long-polling reader of a deleted session was not woken")
 	}
 }

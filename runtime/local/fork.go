@@ -75,10 +75,24 @@ func (h *Host) DeleteSession(ctx context.Context, sessionID string, cascade bool
 	if err != nil {
 		return nil, err
 	}
+	var gone []*session
 	h.mu.Lock()
 	for _, id := range ids {
-		delete(h.sessions, id)
+		if s := h.sessions[id]; s != nil {
+			gone = append(gone, s)
+			delete(h.sessions, id)
+		}
 	}
 	h.mu.Unlock()
+	// Long-polling readers of a deleted session wake now and find it gone,
+	// rather than waiting out their wait. Out of the map, the session is
+	// no eviction's to close; a commit (none can follow a close) would
+	// swap the channel under s.mu as this does.
+	for _, s := range gone {
+		s.mu.Lock()
+		close(s.changed)
+		s.changed = make(chan struct{})
+		s.mu.Unlock()
+	}
 	return ids, nil
 }
