@@ -65,7 +65,19 @@ func (h *Host) retryPumpLater(s *session) {
 }
 
 func (h *Host) dispatchGenerate(s *session, w core.GenerateWork) {
-	work := core.Work{RunID: w.RunID, Turn: w.Turn}
+	launch(h, s, core.Work{RunID: w.RunID, Turn: w.Turn}, func(ctx context.Context) (core.GenerationResult, error) {
+		return withRetry(h, ctx, s.id, func() (core.GenerationResult, error) { return h.opt.Executor.Generate(ctx, s.id, w) })
+	}, func(err error) core.GenerationResult {
+		h.opt.Logger.Warn("generation failed", "session", s.id, "run", w.RunID, "turn", w.Turn, "err", err)
+		return runtime.FailedGeneration(w, err)
+	})
+}
+
+// launch runs one piece of work in the background, once: it records the
+// work in flight, runs it, and delivers its result, or failed's result when
+// it errs; the result of work cancelled meanwhile is discarded. The caller
+// holds s.mu.
+func launch[T core.Command](h *Host, s *session, work core.Work, run func(context.Context) (T, error), failed func(error) T) {
 	key := work.Key()
 	if s.inflight[key] != nil {
 		return
@@ -76,13 +88,12 @@ func (h *Host) dispatchGenerate(s *session, w core.GenerateWork) {
 	go func() {
 		defer h.work.Done()
 		defer cancel()
-		res, err := withRetry(h, ctx, s.id, func() (core.GenerationResult, error) { return h.opt.Executor.Generate(ctx, s.id, w) })
+		res, err := run(ctx)
 		if ctx.Err() != nil {
 			return // cancelled: the result is discarded
 		}
 		if err != nil {
-			h.opt.Logger.Warn("generation failed", "session", s.id, "run", w.RunID, "turn", w.Turn, "err", err)
-			res = runtime.FailedGeneration(w, err)
+			res = failed(err)
 		}
 		h.deliver(s, key, res)
 	}()
@@ -117,79 +128,36 @@ func withRetry[T any](h *Host, ctx context.Context, sessionID string, attempt fu
 // host does not retry is admitted as a failed compaction: the original
 // entries stay and held commands proceed.
 func (h *Host) dispatchCompact(s *session, w core.CompactWork) {
-	work := core.Work{CompactionID: w.CompactionID}
-	key := work.Key()
-	if s.inflight[key] != nil {
-		return
-	}
-	ctx, cancel := context.WithCancel(h.ctx)
-	s.inflight[key] = &flight{Work: work, cancel: cancel}
-	h.work.Add(1)
-	go func() {
-		defer h.work.Done()
-		defer cancel()
-		res, err := withRetry(h, ctx, s.id, func() (core.CompactionResult, error) { return h.opt.Executor.Compact(ctx, s.id, w) })
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			h.opt.Logger.Warn("compaction failed", "session", s.id, "compaction", w.CompactionID, "err", err)
-			res = runtime.FailedCompaction(w, err)
-		}
-		h.deliver(s, key, res)
-	}()
+	launch(h, s, core.Work{CompactionID: w.CompactionID}, func(ctx context.Context) (core.CompactionResult, error) {
+		return withRetry(h, ctx, s.id, func() (core.CompactionResult, error) { return h.opt.Executor.Compact(ctx, s.id, w) })
+	}, func(err error) core.CompactionResult {
+		h.opt.Logger.Warn("compaction failed", "session", s.id, "compaction", w.CompactionID, "err", err)
+		return runtime.FailedCompaction(w, err)
+	})
 }
 
 // dispatchTranscribe transcribes a run's audio input before its first turn,
 // retrying retryable provider errors; any other failure fails the run.
 func (h *Host) dispatchTranscribe(s *session, w core.TranscribeWork) {
-	work := core.Work{RunID: w.RunID, Transcription: true}
-	key := work.Key()
-	if s.inflight[key] != nil {
-		return
-	}
-	ctx, cancel := context.WithCancel(h.ctx)
-	s.inflight[key] = &flight{Work: work, cancel: cancel}
-	h.work.Add(1)
-	go func() {
-		defer h.work.Done()
-		defer cancel()
-		res, err := withRetry(h, ctx, s.id, func() (core.TranscriptionResult, error) { return h.opt.Executor.Transcribe(ctx, w) })
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			h.opt.Logger.Warn("transcription failed", "session", s.id, "run", w.RunID, "err", err)
-			res = runtime.FailedTranscription(w, err)
-		}
-		h.deliver(s, key, res)
-	}()
+	launch(h, s, core.Work{RunID: w.RunID, Transcription: true}, func(ctx context.Context) (core.TranscriptionResult, error) {
+		return withRetry(h, ctx, s.id, func() (core.TranscriptionResult, error) { return h.opt.Executor.Transcribe(ctx, w) })
+	}, func(err error) core.TranscriptionResult {
+		h.opt.Logger.Warn("transcription failed", "session", s.id, "run", w.RunID, "err", err)
+		return runtime.FailedTranscription(w, err)
+	})
 }
 
+// dispatchTool runs one tool call; a failure at the runtime boundary is the
+// constant "tool failed" result the model sees.
 func (h *Host) dispatchTool(s *session, runID string, turn int, call core.ToolCall) {
-	work := core.Work{RunID: runID, Turn: turn, CallID: call.CallID}
-	key := work.Key()
-	if s.inflight[key] != nil {
-		return
-	}
-	ctx, cancel := context.WithCancel(h.ctx)
-	s.inflight[key] = &flight{Work: work, cancel: cancel}
 	sess := runtime.ToolSession{ID: s.id, Links: s.drive.State().Config.Links}
-	h.work.Add(1)
-	go func() {
-		defer h.work.Done()
-		defer cancel()
-		res, err := h.opt.Executor.InvokeTool(ctx, sess, runID, turn, call)
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			h.opt.Logger.Error("tool call failed at the runtime boundary", "session", s.id, "call", call.CallID, "err", err)
-			res = core.ToolResult{RunID: runID, Turn: turn, CallID: call.CallID, Status: core.CallFailed,
-				Result: core.EntryInput{Content: core.ToolFailedRef, TokenEstimate: provider.Estimate(core.ToolFailedBytes), Preview: "tool failed"}}
-		}
-		h.deliver(s, key, res)
-	}()
+	launch(h, s, core.Work{RunID: runID, Turn: turn, CallID: call.CallID}, func(ctx context.Context) (core.ToolResult, error) {
+		return h.opt.Executor.InvokeTool(ctx, sess, runID, turn, call)
+	}, func(err error) core.ToolResult {
+		h.opt.Logger.Error("tool call failed at the runtime boundary", "session", s.id, "call", call.CallID, "err", err)
+		return core.ToolResult{RunID: runID, Turn: turn, CallID: call.CallID, Status: core.CallFailed,
+			Result: core.EntryInput{Content: core.ToolFailedRef, TokenEstimate: provider.Estimate(core.ToolFailedBytes), Preview: "tool failed"}}
+	})
 }
 
 // deliver admits a finished piece of work. A stale result (its run was
