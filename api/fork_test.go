@@ -131,8 +131,10 @@ func TestSessionFork_RunInTheForkLeavesTheSourceAlone(t *testing.T) {
 	if _, err := e.c.Steer(bg, api.SteerParams{SessionID: grand.SessionID, Input: textInput("and seven")}); err != nil {
 		t.Fatalf("steering the fork of a fork: %v", err)
 	}
-	e.model.releaseOne(t)
+	// Unheld first: a call the release lets start (a steered turn) must not
+	// be held with nobody left to release it.
 	e.model.setHold(false)
+	e.model.releaseOne(t)
 	e.waitStatus(t, grand.SessionID, r.RunID, core.StatusCompleted)
 	if _, err := e.c.CompactContext(bg, grand.SessionID); err != nil {
 		t.Fatalf("compacting the fork of a fork: %v", err)
@@ -178,8 +180,10 @@ func TestSessionFork_PointInsideARunIsTyped(t *testing.T) {
 	if got := e.read(t, f.SessionID); got.ActiveRun != nil || len(got.QueuedRuns) != 0 || got.Head != accepted-1 {
 		t.Fatalf("fork taken during a run: %+v", got)
 	}
-	e.model.releaseOne(t)
+	// Unheld first: a call the release lets start (a steered turn) must not
+	// be held with nobody left to release it.
 	e.model.setHold(false)
+	e.model.releaseOne(t)
 	e.waitStatus(t, src, run.RunID, core.StatusCompleted)
 	e.run(t, f.SessionID, "three")
 	if got := userTexts(e.context(t, f.SessionID).Entries); !slices.Equal(got, []string{"one", "three"}) {

@@ -45,8 +45,10 @@ func TestSessionCloseThenDelete(t *testing.T) {
 		_, err := e.c.CloseSession(bg, api.SessionCloseParams{SessionID: sid})
 		return err
 	})
-	e.model.releaseOne(t)
+	// Unheld first: a call the release lets start (a steered turn) must not
+	// be held with nobody left to release it.
 	e.model.setHold(false)
+	e.model.releaseOne(t)
 	e.waitStatus(t, sid, run.RunID, core.StatusCompleted)
 	e.rejected(t, sid, api.KindSessionNotClosed, func() error {
 		_, err := e.c.DeleteSession(bg, api.SessionDeleteParams{SessionID: sid})
