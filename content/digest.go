@@ -26,7 +26,8 @@ var ErrInvalidDigest = errors.New("invalid digest")
 // Sum returns the digest of data.
 func Sum(data []byte) Digest { return Digest(sha256.Sum256(data)) }
 
-// ParseDigest accepts exactly "sha256:" + 64 lowercase hex digits.
+// ParseDigest accepts exactly "sha256:" + 64 lowercase hex digits, except
+// the all-zero digest.
 func ParseDigest(s string) (Digest, error) {
 	if !IsDigestString(s) {
 		return Digest{}, fmt.Errorf("%w: %q", ErrInvalidDigest, truncate(s, 80))
@@ -34,6 +35,10 @@ func ParseDigest(s string) (Digest, error) {
 	var d Digest
 	if _, err := hex.Decode(d[:], []byte(s[len(DigestPrefix):])); err != nil {
 		return Digest{}, fmt.Errorf("%w: %q", ErrInvalidDigest, truncate(s, 80))
+	}
+	if d.IsZero() {
+		// The zero value means "no digest" everywhere; no content hashes to it.
+		return Digest{}, fmt.Errorf("%w: the all-zero digest names no content", ErrInvalidDigest)
 	}
 	return d, nil
 }

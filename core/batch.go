@@ -1,7 +1,6 @@
 package core
 
 import (
-	"encoding/json"
 	"strconv"
 )
 
@@ -34,12 +33,7 @@ func (b *batch) currentCatalog(key string) string {
 }
 
 func (b *batch) add(kind string, joins []string, payload any) {
-	raw, err := json.Marshal(payload)
-	if err != nil {
-		// Payloads are core structs of strings, numbers and refs: they always encode.
-		panic("core: encoding " + kind + ": " + err.Error())
-	}
-	b.props = append(b.props, Proposal{ObservedAtMs: b.at, Joins: joins, Kind: kind, Version: EventVersion, Payload: raw})
+	b.props = append(b.props, NewProposal(b.at, joins, kind, payload))
 }
 
 // entries assigns ids to inputs and proposes them as one context change.

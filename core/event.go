@@ -2,11 +2,13 @@ package core
 
 import (
 	"encoding/json"
+
+	"github.com/cairn-agents/cairn/content"
 )
 
 // Event is one record of a session's history: what happened. Payloads are
-// JSON; every blob reference inside them is the exact string "sha256:<hex>"
-// so stores find refs without knowing the format.
+// JSON. The blobs an event refers to are those of its payload's typed ref
+// fields (see EventRefs), never strings that merely look like a digest.
 type Event struct {
 	Seq          int64           `json:"seq"`
 	ObservedAtMs int64           `json:"observedAtMs"`
@@ -25,6 +27,19 @@ type Proposal struct {
 	Kind    string
 	Version int
 	Payload json.RawMessage
+	// Refs are the blobs the payload refers to through its typed fields,
+	// sorted: they must exist, and become the session's roots.
+	Refs []content.Digest
+}
+
+// NewProposal encodes a payload of the current version and declares its refs.
+func NewProposal(at int64, joins []string, kind string, payload any) Proposal {
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		// Payloads are core structs of strings, numbers and refs: they always encode.
+		panic("core: encoding " + kind + ": " + err.Error())
+	}
+	return Proposal{ObservedAtMs: at, Joins: joins, Kind: kind, Version: EventVersion, Payload: raw, Refs: content.RefsOf(payload)}
 }
 
 // Committed turns a proposal into the event stored at seq.

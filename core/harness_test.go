@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 
 	"github.com/cairn-agents/cairn/content"
 	"github.com/cairn-agents/cairn/core"
@@ -162,6 +163,10 @@ func (h *harness) commit(in core.Intent) []core.Event {
 	evs := make([]core.Event, len(in.Proposals))
 	for i, p := range in.Proposals {
 		evs[i] = p.Committed(head + int64(i) + 1)
+		// What a proposal declares is what its stored event yields.
+		if got, err := core.EventRefs(evs[i]); err != nil || !slices.Equal(got, p.Refs) {
+			h.t.Fatalf("%s declares refs %v, its event yields %v (%v)", p.Kind, p.Refs, got, err)
+		}
 	}
 	if err := h.d.Committed(evs); err != nil {
 		h.t.Fatalf("committed: %v", err)

@@ -42,7 +42,7 @@ func longSession(b *testing.B, n int64) *sqlite.Store {
 			p, _ := json.Marshal(core.ContextEntriesApplied{BaseRevision: seq - 2, Entries: []core.Entry{{
 				ID: core.EntryID(seq - 1), Key: "note", Kind: core.EntryMessage, Role: core.RoleUser, Source: core.SourceAPI,
 				Content: ref, TokenEstimate: core.TokenEstimate{Tokens: 16, Quality: core.EstimateHeuristic}, Preview: "a note"}}})
-			batch = append(batch, core.Proposal{ObservedAtMs: seq, Kind: core.KindContextEntriesApplied, Version: core.EventVersion, Payload: p})
+			batch = append(batch, core.Proposal{ObservedAtMs: seq, Kind: core.KindContextEntriesApplied, Version: core.EventVersion, Payload: p, Refs: []content.Digest{ref.Digest}})
 		}
 		if _, err := st.Append(ctx, "s1", head, batch); err != nil {
 			b.Fatal(err)

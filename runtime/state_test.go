@@ -394,7 +394,11 @@ func TestLoadState_UnusableCheckpointsFallBackToFullReplay(t *testing.T) {
 func proposalsOf(evs []core.Event) []core.Proposal {
 	out := make([]core.Proposal, len(evs))
 	for i, ev := range evs {
-		out[i] = core.Proposal{ObservedAtMs: ev.ObservedAtMs, Joins: ev.Joins, Kind: ev.Kind, Version: ev.Version, Payload: ev.Payload}
+		refs, err := core.EventRefs(ev)
+		if err != nil {
+			panic(err)
+		}
+		out[i] = core.Proposal{ObservedAtMs: ev.ObservedAtMs, Joins: ev.Joins, Kind: ev.Kind, Version: ev.Version, Payload: ev.Payload, Refs: refs}
 	}
 	return out
 }

@@ -36,8 +36,8 @@ func validText(s string) bool {
 }
 
 // PrepareAppend checks an Append request the same way in every backend and
-// returns the sorted, de-duplicated union of the exact blob refs in its
-// payloads: the digests that must exist and become session roots.
+// returns the sorted, de-duplicated union of the refs its proposals declare:
+// the digests that must exist and become session roots.
 func PrepareAppend(sessionID string, expectedHead int64, proposals []core.Proposal) ([]content.Digest, error) {
 	if err := ValidateSessionID(sessionID); err != nil {
 		return nil, err
@@ -65,11 +65,14 @@ func PrepareAppend(sessionID string, expectedHead int64, proposals []core.Propos
 		if !json.Valid(p.Payload) {
 			return nil, fmt.Errorf("%w: proposal %d (%s) payload is not valid JSON", ErrInvalidAppend, i, p.Kind)
 		}
-		ds, err := content.ExtractRefs(p.Payload)
-		if err != nil {
-			return nil, fmt.Errorf("%w: proposal %d (%s): %v", ErrInvalidAppend, i, p.Kind, err)
+		// The refs are what the payload's format declares (core.NewProposal),
+		// never strings found in it: text shaped like a digest is text.
+		for _, d := range p.Refs {
+			if d.IsZero() {
+				return nil, fmt.Errorf("%w: proposal %d (%s) declares a zero ref", ErrInvalidAppend, i, p.Kind)
+			}
 		}
-		refs = append(refs, ds...)
+		refs = append(refs, p.Refs...)
 	}
 	content.SortDigests(refs)
 	return slices.Compact(refs), nil

@@ -1,7 +1,6 @@
 package view_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -20,11 +19,7 @@ func BenchmarkCacheReport(b *testing.B) {
 	log := store.NewMemory(blobs)
 	var head int64
 	add := func(kind string, payload any) {
-		raw, err := json.Marshal(payload)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := log.Append(bg, "s1", head, []core.Proposal{{Kind: kind, Version: core.EventVersion, Payload: raw}}); err != nil {
+		if _, err := log.Append(bg, "s1", head, []core.Proposal{core.NewProposal(0, nil, kind, payload)}); err != nil {
 			b.Fatal(err)
 		}
 		head++

@@ -51,11 +51,7 @@ func (l *tlog) put(data, mediaType, providerKind string) content.ContentRef {
 // add appends one event at the head and returns its seq.
 func (l *tlog) add(kind string, payload any) int64 {
 	l.t.Helper()
-	raw, err := json.Marshal(payload)
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	evs, err := l.log.Append(bg, l.id, l.head, []core.Proposal{{ObservedAtMs: 1000 + l.head, Joins: []string{"run:r1"}, Kind: kind, Version: core.EventVersion, Payload: raw}})
+	evs, err := l.log.Append(bg, l.id, l.head, []core.Proposal{core.NewProposal(1000+l.head, []string{"run:r1"}, kind, payload)})
 	if err != nil {
 		l.t.Fatal(err)
 	}

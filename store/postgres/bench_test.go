@@ -37,7 +37,7 @@ func typicalProposal(b *testing.B, s *postgres.Store) core.Proposal {
 		b.Fatal(err)
 	}
 	return core.Proposal{ObservedAtMs: 1_700_000_000_000, Joins: []string{"run:" + run, "turn:" + run + "/3"},
-		Kind: core.KindTurnGenerationCompleted, Version: core.EventVersion, Payload: payload}
+		Kind: core.KindTurnGenerationCompleted, Version: core.EventVersion, Payload: payload, Refs: []content.Digest{d}}
 }
 
 // parallel runs b.N calls of op spread over workers goroutines and returns

@@ -101,8 +101,7 @@ func TestKnownDigestNeverReadsAcrossUniverses(t *testing.T) {
 	}
 
 	// Naming A's digest in B's history neither reads nor roots it.
-	_, err = b.Append(ctx, "s1", 0, []core.Proposal{{ObservedAtMs: 1, Kind: "test.refs", Version: 1,
-		Payload: []byte(`{"a":"` + ds.String() + `","b":"` + dl.String() + `"}`)}})
+	_, err = b.Append(ctx, "s1", 0, []core.Proposal{core.NewProposal(1, nil, "test.refs", map[string]content.Digest{"a": ds, "b": dl})})
 	var me *blob.MissingError
 	if !errors.As(err, &me) || len(me.Digests) != 2 {
 		t.Fatalf("B.Append referencing A's blobs: %v, want a MissingError listing both", err)

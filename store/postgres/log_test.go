@@ -23,14 +23,7 @@ func note(text string) core.Proposal {
 }
 
 func refsTo(ds ...content.Digest) core.Proposal {
-	payload := "["
-	for i, d := range ds {
-		if i > 0 {
-			payload += ","
-		}
-		payload += `"` + d.String() + `"`
-	}
-	return core.Proposal{ObservedAtMs: 1, Kind: "test.refs", Version: 1, Payload: []byte(payload + "]")}
+	return core.NewProposal(1, nil, "test.refs", ds)
 }
 
 // TestConcurrentCreatorsConflict has several appenders create the same

@@ -123,8 +123,7 @@ func seedNoise(t *testing.T, s *postgres.Store) {
 				Payload: []byte(`{"sessionId":"` + id + `"}`)},
 			{ObservedAtMs: 2, Kind: core.KindRunAccepted, Version: core.EventVersion, Joins: []string{"run:noise"},
 				Payload: []byte(`{"runId":"noise","inputFingerprint":"fp"}`)},
-			{ObservedAtMs: 3, Kind: "test.refs", Version: core.EventVersion,
-				Payload: []byte(`["` + content.Sum([]byte("absent B")).String() + `"]`)},
+			core.NewProposal(3, nil, "test.refs", []content.Digest{content.Sum([]byte("absent B"))}),
 		}); err != nil {
 			t.Fatalf("seed session %s: %v", id, err)
 		}

@@ -56,7 +56,7 @@ func typicalProposal(b *testing.B, st *sqlite.Store) core.Proposal {
 		b.Fatalf("payload is %d bytes, want about 300: %s", n, payload)
 	}
 	return core.Proposal{ObservedAtMs: 1_700_000_000_000, Joins: []string{"run:" + run, "turn:" + run + "/3"},
-		Kind: core.KindTurnGenerationCompleted, Version: core.EventVersion, Payload: payload}
+		Kind: core.KindTurnGenerationCompleted, Version: core.EventVersion, Payload: payload, Refs: []content.Digest{d}}
 }
 
 // openBenchSession appends session.opened and returns the head (1).

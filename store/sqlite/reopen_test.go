@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -22,11 +21,7 @@ import (
 )
 
 func prop(kind string, at int64, payload any, joins ...string) core.Proposal {
-	raw, err := json.Marshal(payload)
-	if err != nil {
-		panic(err)
-	}
-	return core.Proposal{ObservedAtMs: at, Joins: joins, Kind: kind, Version: core.EventVersion, Payload: raw}
+	return core.NewProposal(at, joins, kind, payload)
 }
 
 func opened(id string) core.Proposal {
@@ -50,7 +45,7 @@ func TestReopenReadsEverythingBack(t *testing.T) {
 		evs, err := s.Append(ctx, id, 0, []core.Proposal{
 			opened(id),
 			prop(core.KindRunAccepted, 20, core.RunAccepted{RunID: "r1", InputFingerprint: "fp"}, "run:r1"),
-			prop("test.refs", 30, map[string]string{"small": ds.String(), "large": dl.String()}),
+			prop("test.refs", 30, map[string]content.Digest{"small": ds, "large": dl}),
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -183,7 +178,7 @@ func TestUniversesAreIsolated(t *testing.T) {
 
 	small, _ := a.Put(ctx, []byte("a's secret"))
 	large, _ := a.Put(ctx, blobtest.Bytes(11, 90<<10))
-	if _, err := a.Append(ctx, "s1", 0, []core.Proposal{opened("s1"), prop("test.refs", 1, []string{small.String()})}); err != nil {
+	if _, err := a.Append(ctx, "s1", 0, []core.Proposal{opened("s1"), prop("test.refs", 1, []content.Digest{small})}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -205,7 +200,7 @@ func TestUniversesAreIsolated(t *testing.T) {
 		t.Fatalf("b.Sessions = %v, %v; want none", ls, err)
 	}
 	// b may use the same session id, and may not cite a's blob.
-	_, err := b.Append(ctx, "s1", 0, []core.Proposal{opened("s1"), prop("test.refs", 1, []string{small.String()})})
+	_, err := b.Append(ctx, "s1", 0, []core.Proposal{opened("s1"), prop("test.refs", 1, []content.Digest{small})})
 	var me *blob.MissingError
 	if !errors.As(err, &me) || !slices.Equal(me.Digests, []content.Digest{small}) {
 		t.Fatalf("b.Append citing a's blob: %v, want MissingError for it", err)
