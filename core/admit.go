@@ -64,6 +64,8 @@ func admit(s *State, cmd Command) (Admission, error) {
 		return admitSteer(s, c)
 	case CancelRun:
 		return admitCancel(s, c)
+	case FailRun:
+		return admitFailRun(s, c)
 	case AppendContext:
 		return admitAppendContext(s, c)
 	case RemoveContext:
@@ -304,23 +306,53 @@ func admitCancel(s *State, c CancelRun) (Admission, error) {
 	}
 	b := s.newBatch(c.AtMs)
 	b.add(KindRunCancelRequested, runJoins(r.ID), RunCancelRequested{RunID: r.ID, Reason: c.Reason})
-	if t := r.Turn; r.Status == StatusRunning && t != nil && !t.Completed {
-		for _, call := range t.Calls {
-			if call.Completed {
-				continue
-			}
-			if !call.Started {
-				b.add(KindToolCallStarted, callJoins(r.ID, t.N, call.CallID), ToolCallStarted{RunID: r.ID, Turn: t.N, CallID: call.CallID, Name: call.Name, Arguments: call.Arguments})
-			}
-			completeCall(b, r.ID, t.N, call.ToolCall, CallCancelled, constantResult(ContentRefBytes{ToolCancelledRef, ToolCancelledBytes}, "cancelled"))
-		}
-		if t.BatchStarted {
-			b.add(KindToolBatchCompleted, turnJoins(r.ID, t.N), ToolBatchCompleted{RunID: r.ID, Turn: t.N})
-		}
-		b.add(KindTurnCompleted, turnJoins(r.ID, t.N), TurnCompleted{RunID: r.ID, Turn: t.N, Outcome: TurnOutcomeCancelled})
-	}
+	stopTurn(b, r, CallCancelled, constantResult(ContentRefBytes{ToolCancelledRef, ToolCancelledBytes}, "cancelled"), TurnOutcomeCancelled)
 	b.endRun(r.ID, KindRunCancelled, RunCancelled{RunID: r.ID})
 	return Admission{RunID: r.ID, Status: StatusCancelled, Proposals: b.props}, nil
+}
+
+func admitFailRun(s *State, c FailRun) (Admission, error) {
+	r := s.runs[c.RunID]
+	if r == nil {
+		return Admission{}, reject(RejectUnknownReference, "run %s not found", c.RunID)
+	}
+	if c.Failure.Kind == "" || c.Failure.Message == "" {
+		return Admission{}, reject(RejectInvalidInput, "a run failure needs a kind and a message")
+	}
+	if c.Failure.Ref != nil {
+		if err := c.Failure.Ref.Validate(); err != nil {
+			return Admission{}, reject(RejectInvalidInput, "failure ref: %v", err)
+		}
+	}
+	if r.Status != StatusQueued && r.Status != StatusRunning {
+		return Admission{RunID: r.ID, Status: r.Status}, nil // already over
+	}
+	b := s.newBatch(c.AtMs)
+	stopTurn(b, r, CallFailed, constantResult(ContentRefBytes{ToolFailedRef, ToolFailedBytes}, "tool failed"), TurnOutcomeFailed)
+	b.endRun(r.ID, KindRunFailed, RunFailed{RunID: r.ID, Error: c.Failure})
+	return Admission{RunID: r.ID, Status: StatusFailed, Proposals: b.props}, nil
+}
+
+// stopTurn ends a run's unfinished turn early: each unfinished call
+// completes with status and result, then the batch and the turn.
+func stopTurn(b *batch, r *Run, status string, result EntryInput, outcome string) {
+	t := r.Turn
+	if r.Status != StatusRunning || t == nil || t.Completed {
+		return
+	}
+	for _, call := range t.Calls {
+		if call.Completed {
+			continue
+		}
+		if !call.Started {
+			b.add(KindToolCallStarted, callJoins(r.ID, t.N, call.CallID), ToolCallStarted{RunID: r.ID, Turn: t.N, CallID: call.CallID, Name: call.Name, Arguments: call.Arguments})
+		}
+		completeCall(b, r.ID, t.N, call.ToolCall, status, result)
+	}
+	if t.BatchStarted {
+		b.add(KindToolBatchCompleted, turnJoins(r.ID, t.N), ToolBatchCompleted{RunID: r.ID, Turn: t.N})
+	}
+	b.add(KindTurnCompleted, turnJoins(r.ID, t.N), TurnCompleted{RunID: r.ID, Turn: t.N, Outcome: outcome})
 }
 
 // constantResult is a tool result entry pointing at a constant blob. Its

@@ -54,6 +54,19 @@ type CancelRun struct {
 	Reason string
 }
 
+// FailureResultNotAdmitted is the failure kind of a run (or compaction) whose
+// result the host could not admit after bounded attempts.
+const FailureResultNotAdmitted = "result_not_admitted"
+
+// FailRun ends a queued or active run as failed, for a host that cannot
+// finish it: a result it could not admit after bounded attempts. Unfinished
+// tool calls complete as failed.
+type FailRun struct {
+	AtMs    int64
+	RunID   string
+	Failure Failure
+}
+
 // AppendContext adds entries: messages and instructions through the API;
 // catalogs, derived instructions and session-scoped skill activations from
 // the runtime.
@@ -107,6 +120,7 @@ func (CloseSession) command()     {}
 func (StartRun) command()         {}
 func (Steer) command()            {}
 func (CancelRun) command()        {}
+func (FailRun) command()          {}
 func (AppendContext) command()    {}
 func (RemoveContext) command()    {}
 func (GenerationResult) command() {}

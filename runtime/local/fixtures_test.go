@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -87,6 +88,7 @@ type env struct {
 	adapter *scriptAdapter
 	tools   *runtime.Tools
 	host    *Host
+	logger  *slog.Logger // the host's, when set before start
 }
 
 func newEnv(t *testing.T, adapter *scriptAdapter, tools ...runtime.Tool) *env {
@@ -108,6 +110,7 @@ func (e *env) start() {
 		Log: e.log, Blobs: e.blobs,
 		Executor: &runtime.Executor{Blobs: e.blobs, Adapters: map[string]provider.Adapter{core.APIChatCompletions: e.adapter}, Tools: e.tools, Files: e.log},
 		Retry:    RetryPolicy{BaseDelay: time.Millisecond, MaxDelay: 50 * time.Millisecond},
+		Logger:   e.logger,
 	})
 	if err := e.host.Start(context.Background()); err != nil {
 		e.t.Fatal(err)

@@ -161,22 +161,86 @@ func (h *Host) dispatchTool(s *session, runID string, turn int, call core.ToolCa
 }
 
 // deliver admits a finished piece of work. A stale result (its run was
-// cancelled meanwhile) is dropped.
+// cancelled meanwhile) is dropped. A result the store could not take stays
+// in flight, so its work is not run again, and is admitted again after a
+// backoff; after runtime.MaxResultAdmissions attempts, or at once when the
+// core refuses it, its run fails instead (runtime.Unadmitted), logged once.
 func (h *Host) deliver(s *session, key string, cmd core.Command) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.inflight[key] == nil {
+	h.admitResult(s, key, cmd)
+}
+
+// admitResult is deliver with s.mu held.
+func (h *Host) admitResult(s *session, key string, cmd core.Command) {
+	f := s.inflight[key]
+	if f == nil {
 		return // cancelled after it finished
 	}
-	delete(s.inflight, key)
 	_, err := h.admitAndCommit(s, withTime(cmd, h.nowMs()))
 	var rej *core.Rejection
-	if errors.As(err, &rej) && rej.Kind == core.RejectStaleResult {
+	refused := errors.As(err, &rej)
+	switch {
+	case err == nil:
+	case refused && rej.Kind == core.RejectStaleResult:
 		h.opt.Logger.Info("discarding stale result", "session", s.id, "work", key)
-	} else if err != nil {
-		h.opt.Logger.Error("admitting result failed", "session", s.id, "work", key, "err", err)
+	case !refused && f.admissions+1 < runtime.MaxResultAdmissions:
+		if f.admissions == 0 {
+			h.opt.Logger.Warn("admitting result failed; retrying", "session", s.id, "work", key, "err", err)
+		}
+		f.admissions++
+		h.retryLater(s, f.admissions, func() { h.admitResult(s, key, cmd) })
+		return
+	default:
+		h.opt.Logger.Error("result not admitted; failing its run", "session", s.id, "work", key, "attempts", f.admissions+1, "err", err)
+		h.admitFailure(s, key, runtime.Unadmitted(cmd, err), 1)
+		return
 	}
+	delete(s.inflight, key)
 	h.pump(s)
+}
+
+// admitFailure admits the failure that replaces an unadmittable result. If
+// even that cannot be stored, the work stays in flight and it is tried
+// again, ever more slowly, never by running the work again.
+// The caller holds s.mu.
+func (h *Host) admitFailure(s *session, key string, fail core.Command, attempt int) {
+	if s.inflight[key] == nil {
+		return // cancelled meanwhile
+	}
+	_, err := h.admitAndCommit(s, withTime(fail, h.nowMs()))
+	var rej *core.Rejection
+	if err != nil && !errors.As(err, &rej) {
+		h.retryLater(s, attempt, func() { h.admitFailure(s, key, fail, attempt+1) })
+		return
+	}
+	if err != nil {
+		h.opt.Logger.Error("failing the run refused", "session", s.id, "work", key, "err", err)
+	}
+	delete(s.inflight, key)
+	h.pump(s)
+}
+
+// retryLater runs fn with s.mu held after an exponential backoff (the
+// provider retry policy's delays); the session is held meanwhile, so it is
+// not evicted with the step pending. The caller holds s.mu.
+func (h *Host) retryLater(s *session, attempt int, fn func()) {
+	wait := min(h.opt.Retry.BaseDelay<<min(attempt-1, 16), h.opt.Retry.MaxDelay)
+	h.mu.Lock()
+	s.refs++
+	h.mu.Unlock()
+	h.work.Add(1)
+	go func() {
+		defer h.work.Done()
+		defer h.release(s)
+		select {
+		case <-h.ctx.Done():
+		case <-time.After(wait):
+			s.mu.Lock()
+			fn()
+			s.mu.Unlock()
+		}
+	}()
 }
 
 func withTime(cmd core.Command, at int64) core.Command {
@@ -191,6 +255,9 @@ func withTime(cmd core.Command, at int64) core.Command {
 		c.AtMs = at
 		return c
 	case core.TranscriptionResult:
+		c.AtMs = at
+		return c
+	case core.FailRun:
 		c.AtMs = at
 		return c
 	}

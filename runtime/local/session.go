@@ -44,6 +44,8 @@ type session struct {
 type flight struct {
 	core.Work
 	cancel context.CancelFunc
+	// admissions counts failed attempts to admit the work's result.
+	admissions int
 }
 
 func newSession(id string) *session {

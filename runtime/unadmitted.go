@@ -1,0 +1,34 @@
+package runtime
+
+import (
+	"fmt"
+
+	"github.com/cairn-agents/cairn/core"
+)
+
+// MaxResultAdmissions bounds how often a host tries to admit one result
+// before it gives up on it (see Unadmitted): a result that cannot be stored
+// must never be retried forever, nor its work be run again.
+const MaxResultAdmissions = 5
+
+// Unadmitted is the command a host admits instead of a result it could not
+// admit: the result's run fails (a compaction fails), with a typed failure
+// saying why. It returns nil for a command that is not a result.
+func Unadmitted(result core.Command, reason error) core.Command {
+	f := func(what string) core.Failure {
+		return core.Failure{Kind: core.FailureResultNotAdmitted, Message: fmt.Sprintf("the %s could not be stored: %v", what, reason)}
+	}
+	switch c := result.(type) {
+	case core.GenerationResult:
+		return core.FailRun{AtMs: c.AtMs, RunID: c.RunID, Failure: f(fmt.Sprintf("answer of turn %d", c.Turn))}
+	case core.ToolResult:
+		return core.FailRun{AtMs: c.AtMs, RunID: c.RunID, Failure: f(fmt.Sprintf("result of tool call %s", c.CallID))}
+	case core.TranscriptionResult:
+		return core.FailRun{AtMs: c.AtMs, RunID: c.RunID, Failure: f("transcription")}
+	case core.CompactionResult:
+		failure := f("compaction result")
+		failure.Kind = core.FailureCompaction
+		return core.CompactionResult{AtMs: c.AtMs, CompactionID: c.CompactionID, ContextRevision: c.ContextRevision, Failure: &failure}
+	}
+	return nil
+}
