@@ -66,7 +66,11 @@ type ErrorBody struct {
 // (ctx.Err() when the caller gave up).
 func Post(ctx context.Context, c Call) ([]byte, error) {
 	ep := c.Endpoint
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.BaseURL+c.Path, bytes.NewReader(c.Body))
+	target, err := ep.URL(c.Path)
+	if err != nil {
+		return nil, &provider.Error{Message: err.Error()}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(c.Body))
 	if err != nil {
 		// Do not quote err: it repeats the URL, which may carry credentials.
 		return nil, &provider.Error{Message: "invalid endpoint base URL"}

@@ -1,0 +1,103 @@
+package httpx_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/cairn-agents/cairn/blob"
+	"github.com/cairn-agents/cairn/content"
+	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/provider"
+	"github.com/cairn-agents/cairn/provider/anthropic"
+	"github.com/cairn-agents/cairn/provider/chat"
+	"github.com/cairn-agents/cairn/provider/endpoint"
+	"github.com/cairn-agents/cairn/provider/responses"
+	"github.com/cairn-agents/cairn/provider/transcribe"
+)
+
+// providerCall is one kind of provider I/O; each goes through httpx.Post.
+type providerCall struct {
+	name string
+	path string // the API path it appends to the base URL
+	do   func(ctx context.Context, r endpoint.Resolver, client *http.Client) error
+}
+
+// providerCalls covers every provider call Cairn makes: generation and
+// compaction per API kind, and transcription.
+func providerCalls(t *testing.T) []providerCall {
+	blobs := blob.NewMemory()
+	ctx := context.Background()
+	ref, err := blob.PutRef(ctx, blobs, []byte("hello"), content.MediaText, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := []core.Entry{{ID: "e1", Kind: core.EntryMessage, Role: core.RoleUser, Source: core.SourceUser, Content: ref}}
+	model := func(kind string) core.ModelSelection {
+		return core.ModelSelection{ProviderID: "p", APIKind: kind, Model: "m"}
+	}
+	return []providerCall{
+		{"chat generate", "/chat/completions", func(ctx context.Context, r endpoint.Resolver, c *http.Client) error {
+			_, err := chat.New(r, c).Generate(ctx, blobs, provider.Request{SessionID: "s", Model: model(core.APIChatCompletions), Entries: entries})
+			return err
+		}},
+		{"chat compact", "/chat/completions", func(ctx context.Context, r endpoint.Resolver, c *http.Client) error {
+			_, err := chat.New(r, c).Compact(ctx, blobs, provider.CompactRequest{SessionID: "s", Model: model(core.APIChatCompletions), Entries: entries})
+			return err
+		}},
+		{"responses generate", "/responses", func(ctx context.Context, r endpoint.Resolver, c *http.Client) error {
+			_, err := responses.New(r, c).Generate(ctx, blobs, provider.Request{SessionID: "s", Model: model(core.APIOpenAIResponses), Entries: entries})
+			return err
+		}},
+		{"responses compact", "/responses/compact", func(ctx context.Context, r endpoint.Resolver, c *http.Client) error {
+			_, err := responses.New(r, c).Compact(ctx, blobs, provider.CompactRequest{SessionID: "s", Model: model(core.APIOpenAIResponses), Entries: entries})
+			return err
+		}},
+		{"anthropic generate", "/v1/messages", func(ctx context.Context, r endpoint.Resolver, c *http.Client) error {
+			_, err := anthropic.New(r, c).Generate(ctx, blobs, provider.Request{SessionID: "s", Model: model(core.APIAnthropicMessages), Entries: entries})
+			return err
+		}},
+		{"anthropic compact", "/v1/messages", func(ctx context.Context, r endpoint.Resolver, c *http.Client) error {
+			_, err := anthropic.New(r, c).Compact(ctx, blobs, provider.CompactRequest{SessionID: "s", Model: model(core.APIAnthropicMessages), Entries: entries})
+			return err
+		}},
+		{"transcription", transcribe.Path, func(ctx context.Context, r endpoint.Resolver, c *http.Client) error {
+			_, err := transcribe.New(r, c).Transcribe(ctx, transcribe.Request{ProviderID: "p", Model: "whisper-1", Audio: []byte("RIFF"), Filename: "a.wav", MediaType: "audio/wav"})
+			return err
+		}},
+	}
+}
+
+const testKey = "sk-proj-Abc123Def456Ghi789"
+
+func resolver(base string) endpoint.Static {
+	return endpoint.Static{"p": {BaseURL: base, APIKey: testKey}}
+}
+
+// A base URL with a query string (Azure OpenAI's api-version) keeps it after
+// the API path on every call.
+func TestProviderCallsKeepTheBaseURLQueryAfterThePath(t *testing.T) {
+	type seen struct{ path, query string }
+	got := make(chan seen, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		got <- seen{r.URL.EscapedPath(), r.URL.RawQuery}
+		http.Error(w, "no", http.StatusBadRequest)
+	}))
+	defer srv.Close()
+	for _, base := range []string{"/openai/deployments/d?api-version=2024-10-21", "/openai/deployments/d/?api-version=2024-10-21"} {
+		for _, call := range providerCalls(t) {
+			_ = call.do(context.Background(), resolver(srv.URL+base), &http.Client{})
+			select {
+			case s := <-got:
+				if want := "/openai/deployments/d" + call.path; s.path != want || s.query != "api-version=2024-10-21" {
+					t.Errorf("%s with base %s: got path %q query %q, want %q and api-version=2024-10-21", call.name, base, s.path, s.query, want)
+				}
+			default:
+				t.Errorf("%s with base %s: no request arrived", call.name, base)
+			}
+		}
+	}
+}
