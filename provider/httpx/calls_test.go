@@ -2,9 +2,12 @@ package httpx_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cairn-agents/cairn/blob"
@@ -74,6 +77,46 @@ const testKey = "sk-proj-Abc123Def456Ghi789"
 
 func resolver(base string) endpoint.Static {
 	return endpoint.Static{"p": {BaseURL: base, APIKey: testKey}}
+}
+
+// A provider answering with a redirect fails the call: the conversation and
+// key are never re-sent to the redirect's target, and the error names the
+// status without quoting the body or Location.
+func TestProviderCallsDoNotFollowRedirects(t *testing.T) {
+	var elsewhere atomic.Int64
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere.Add(1)
+		w.Write([]byte(`{}`))
+	}))
+	defer target.Close()
+	for _, status := range []int{301, 302, 303, 307, 308} {
+		redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body)
+			w.Header().Set("Location", target.URL+"/steal?token=location-secret")
+			w.WriteHeader(status)
+			w.Write([]byte("moved: body-secret " + testKey))
+		}))
+		for _, call := range providerCalls(t) {
+			err := call.do(context.Background(), resolver(redirector.URL+"/v1"), &http.Client{})
+			var pe *provider.Error
+			if !errors.As(err, &pe) {
+				t.Fatalf("%s, %d: want *provider.Error, got %v", call.name, status, err)
+			}
+			msg := err.Error()
+			if pe.Status != status || pe.Retryable || !strings.Contains(msg, "redirect") || !strings.Contains(msg, "not follow") {
+				t.Errorf("%s, %d: %+v", call.name, status, pe)
+			}
+			for _, leak := range []string{"location-secret", "body-secret", target.URL, testKey} {
+				if strings.Contains(msg, leak) {
+					t.Errorf("%s, %d: error quotes %q: %s", call.name, status, leak, msg)
+				}
+			}
+		}
+		redirector.Close()
+	}
+	if n := elsewhere.Load(); n != 0 {
+		t.Fatalf("the redirect target received %d requests", n)
+	}
 }
 
 // A base URL with a query string (Azure OpenAI's api-version) keeps it after

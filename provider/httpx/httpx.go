@@ -80,7 +80,7 @@ func Post(ctx context.Context, c Call) ([]byte, error) {
 	req.Header.Set("Accept", "application/json")
 	setSorted(req.Header, c.Headers)
 
-	resp, err := c.Client.Do(req)
+	resp, err := noRedirects(c.Client).Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -88,6 +88,12 @@ func Post(ctx context.Context, c Call) ([]byte, error) {
 		return nil, transportError(err, ep, c.Path)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
+		// Neither the body nor Location is quoted: either may echo the
+		// request, and the target is no business of the session's history.
+		return nil, &provider.Error{Status: resp.StatusCode,
+			Message: fmt.Sprintf("the provider answered HTTP %d, a redirect; provider calls do not follow redirects, so set the provider's baseUrl to the final address", resp.StatusCode)}
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBytes))
 		return nil, c.statusError(resp, data)
@@ -103,6 +109,16 @@ func Post(ctx context.Context, c Call) ([]byte, error) {
 		return nil, &provider.Error{Status: resp.StatusCode, Message: fmt.Sprintf("response body exceeds %d bytes", maxResponseBytes)}
 	}
 	return data, nil
+}
+
+// noRedirects returns a copy of client that hands back a 3xx instead of
+// following it. A redirect would re-send the conversation (and, to the same
+// host, the key) to an address nobody configured: a plain-http LAN address,
+// say, which the baseUrl rule refuses.
+func noRedirects(client *http.Client) *http.Client {
+	c := *client
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &c
 }
 
 func setSorted(h http.Header, values map[string]string) {
