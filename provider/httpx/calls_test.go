@@ -144,3 +144,103 @@ func TestProviderCallsKeepTheBaseURLQueryAfterThePath(t *testing.T) {
 		}
 	}
 }
+
+// leaks reports whether text gives the key away: a start of it at least
+// endpoint.MinKeyPrefix long, in any letter case.
+func leaks(text string) bool {
+	return strings.Contains(strings.ToLower(text), strings.ToLower(testKey[:endpoint.MinKeyPrefix]))
+}
+
+// echoes are the forms in which providers echo a key back.
+var echoes = map[string]string{
+	"exact":                         testKey,
+	"lower-cased":                   strings.ToLower(testKey),
+	"first 12":                      testKey[:12],
+	"first 15, upper-cased, masked": strings.ToUpper(testKey[:15]) + "********",
+}
+
+// A provider that echoes the key in an error never gets it into the error,
+// whatever the call and whatever form the echo takes.
+func TestProviderErrorsNeverQuoteTheKey(t *testing.T) {
+	for form, echo := range echoes {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body)
+			w.WriteHeader(http.StatusUnauthorized)
+			w.Write([]byte(`{"error":{"message":"Incorrect API key provided: ` + echo + `.","type":"invalid_request_error","code":"invalid_api_key"}}`))
+		}))
+		for _, call := range providerCalls(t) {
+			err := call.do(context.Background(), resolver(srv.URL), &http.Client{})
+			if err == nil || leaks(err.Error()) || !strings.Contains(err.Error(), "[redacted]") {
+				t.Errorf("%s, %s: %v", call.name, form, err)
+			}
+		}
+		srv.Close()
+	}
+}
+
+// A 2xx answer that echoes the key (in a refusal, a failed response's error,
+// a refusal's explanation, a transcript) never gets it into a failure, an
+// entry's preview or a stored blob.
+func TestEchoedKeyNeverReachesFailuresOrBlobs(t *testing.T) {
+	bodies := map[string]func(echo string) string{
+		core.APIChatCompletions: func(echo string) string {
+			return `{"id":"c1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"your key is ` + echo + `","refusal":"not with ` + echo + `"},"finish_reason":"stop"}]}`
+		},
+		core.APIOpenAIResponses: func(echo string) string {
+			return `{"id":"r1","status":"failed","error":{"code":"server_error","message":"bad key ` + echo + `"},"output":[{"type":"message","id":"m1","role":"assistant","status":"completed","content":[{"type":"output_text","text":"key ` + echo + `","annotations":[]}]}]}`
+		},
+		core.APIAnthropicMessages: func(echo string) string {
+			return `{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"text","text":"key ` + echo + `"}],"stop_reason":"refusal","stop_details":{"type":"refusal","category":"cyber","explanation":"blocked ` + echo + `"},"usage":{"input_tokens":1,"output_tokens":1}}`
+		},
+	}
+	adapters := map[string]func(endpoint.Resolver) provider.Adapter{
+		core.APIChatCompletions:   func(r endpoint.Resolver) provider.Adapter { return chat.New(r, nil) },
+		core.APIOpenAIResponses:   func(r endpoint.Resolver) provider.Adapter { return responses.New(r, nil) },
+		core.APIAnthropicMessages: func(r endpoint.Resolver) provider.Adapter { return anthropic.New(r, nil) },
+	}
+	for form, echo := range echoes {
+		for kind, body := range bodies {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				w.Header().Set("Content-Type", "application/json")
+				w.Write([]byte(body(echo)))
+			}))
+			blobs := blob.NewMemory()
+			ref, err := blob.PutRef(context.Background(), blobs, []byte("hello"), content.MediaText, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := adapters[kind](resolver(srv.URL)).Generate(context.Background(), blobs, provider.Request{
+				SessionID: "s", Model: core.ModelSelection{ProviderID: "p", APIKind: kind, Model: "m"},
+				Entries: []core.Entry{{ID: "e1", Kind: core.EntryMessage, Role: core.RoleUser, Source: core.SourceUser, Content: ref}},
+			})
+			srv.Close()
+			if err != nil {
+				t.Fatalf("%s, %s: %v", kind, form, err)
+			}
+			if out.Failure != nil && leaks(out.Failure.Message) {
+				t.Errorf("%s, %s: failure %q", kind, form, out.Failure.Message)
+			}
+			for _, e := range out.Entries {
+				if leaks(e.Preview) {
+					t.Errorf("%s, %s: preview %q", kind, form, e.Preview)
+				}
+			}
+			for _, m := range blobs.Entries() {
+				data, _ := blobs.Get(context.Background(), m.Digest)
+				if leaks(string(data)) {
+					t.Errorf("%s, %s: stored blob %s", kind, form, data)
+				}
+			}
+		}
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body)
+			w.Write([]byte(`{"text":"the key is ` + echo + `"}`))
+		}))
+		text, err := transcribe.New(resolver(srv.URL), nil).Transcribe(context.Background(), transcribe.Request{ProviderID: "p", Model: "whisper-1", Audio: []byte("RIFF"), Filename: "a.wav"})
+		srv.Close()
+		if err != nil || leaks(text) {
+			t.Errorf("transcription, %s: %q, %v", form, text, err)
+		}
+	}
+}

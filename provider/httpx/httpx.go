@@ -108,7 +108,9 @@ func Post(ctx context.Context, c Call) ([]byte, error) {
 	if len(data) > maxResponseBytes {
 		return nil, &provider.Error{Status: resp.StatusCode, Message: fmt.Sprintf("response body exceeds %d bytes", maxResponseBytes)}
 	}
-	return data, nil
+	// What the body says becomes errors, events and blobs: an echoed key
+	// goes no further than here.
+	return ep.RedactBody(data), nil
 }
 
 // noRedirects returns a copy of client that hands back a 3xx instead of
