@@ -277,11 +277,11 @@ func (s call) readRun(ctx context.Context, p RunParams) (RunReadResult, error) {
 	if output != nil {
 		out.Output = &RunOutput{Ref: output.Digest, MediaType: output.MediaType, ProviderKind: output.ProviderKind}
 		if view.HasText(*output) {
-			text, err := view.ProjectText(ctx, s.host.Blobs(), *output)
+			v, err := view.ProjectVisible(ctx, s.host.Blobs(), *output)
 			if err != nil {
 				return RunReadResult{}, err
 			}
-			out.Output.Text = &text
+			out.Output.Text, out.Output.Refusal = &v.Text, v.Refusal
 		}
 	}
 	return out, nil

@@ -116,6 +116,9 @@ type RunOutput struct {
 	ProviderKind string         `json:"providerKind,omitempty"`
 	// Text is the full visible text; absent for media, which has none.
 	Text *string `json:"text,omitempty"`
+	// Refusal says Text is the model's refusal: the run completed with
+	// a message whose only visible part is a refusal.
+	Refusal bool `json:"refusal,omitempty"`
 }
 
 type RunReadResult struct {

@@ -35,22 +35,48 @@ func HasText(ref content.ContentRef) bool {
 // material through its adapter's projection, plain text as itself. Media
 // without a text form yields "" rather than invented text.
 func ProjectText(ctx context.Context, blobs BlobReader, ref content.ContentRef) (string, error) {
+	v, err := ProjectVisible(ctx, blobs, ref)
+	return v.Text, err
+}
+
+// Visible is what a reader sees of stored content.
+type Visible struct {
+	Text string
+	// Refusal says Text is the model's refusal: a message whose only
+	// visible part is a refusal (OpenAI's refusal field or content part).
+	// A refusal answers the turn; it is not a failure.
+	Refusal bool
+}
+
+// ProjectVisible is ProjectText that also says whether the text is a
+// refusal.
+func ProjectVisible(ctx context.Context, blobs BlobReader, ref content.ContentRef) (Visible, error) {
 	data, err := blobs.Get(ctx, ref.Digest)
 	if err != nil {
-		return "", err
+		return Visible{}, err
 	}
 	switch ref.ProviderKind {
 	case chat.ProviderKindMessage:
-		return chat.ProjectText(data)
-	case chat.ProviderKindReasoning:
-		return chat.ProjectReasoning(data)
+		text, refusal, err := chat.ProjectMessage(data)
+		return Visible{Text: text, Refusal: refusal}, err
 	case responses.ProviderKindItem:
 		// One kind for every Responses item: messages project their text,
 		// reasoning its summary; other items (hosted tools) have no text.
-		if text, err := responses.ProjectText(data); err == nil && text != "" {
-			return text, nil
+		if text, refusal, err := responses.ProjectMessage(data); err == nil && text != "" {
+			return Visible{Text: text, Refusal: refusal}, nil
 		}
-		return responses.ProjectReasoning(data)
+		text, err := responses.ProjectReasoning(data)
+		return Visible{Text: text}, err
+	}
+	text, err := projectText(ref, data)
+	return Visible{Text: text}, err
+}
+
+// projectText is the visible text of content that is never a refusal.
+func projectText(ref content.ContentRef, data []byte) (string, error) {
+	switch ref.ProviderKind {
+	case chat.ProviderKindReasoning:
+		return chat.ProjectReasoning(data)
 	case anthropic.ProviderKindText:
 		return anthropic.ProjectText(data)
 	case anthropic.ProviderKindThinking, anthropic.ProviderKindRedactedThinking:

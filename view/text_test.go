@@ -62,3 +62,35 @@ func TestHasTextOnlyForTextAndProviderMaterial(t *testing.T) {
 		}
 	}
 }
+
+// A message whose only visible part is a refusal projects the refusal text
+// marked as one; anything with other visible text is not marked.
+func TestProjectVisibleMarksRefusals(t *testing.T) {
+	ctx := context.Background()
+	blobs := blob.NewMemory()
+	put := func(data, kind string) content.ContentRef {
+		ref, err := blob.PutRef(ctx, blobs, []byte(data), content.MediaJSON, kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ref
+	}
+	cases := []struct {
+		name string
+		ref  content.ContentRef
+		want Visible
+	}{
+		{"chat refusal", put(`{"role":"assistant","refusal":"I can't help with that."}`, chat.ProviderKindMessage), Visible{Text: "I can't help with that.", Refusal: true}},
+		{"chat content beside a refusal", put(`{"role":"assistant","content":"Partly.","refusal":"No more."}`, chat.ProviderKindMessage), Visible{Text: "Partly."}},
+		{"responses refusal part", put(`{"type":"message","id":"m","role":"assistant","content":[{"type":"refusal","refusal":"No."}]}`, responses.ProviderKindItem), Visible{Text: "No.", Refusal: true}},
+		{"responses text", put(`{"type":"message","id":"m","role":"assistant","content":[{"type":"output_text","text":"Yes.","annotations":[]}]}`, responses.ProviderKindItem), Visible{Text: "Yes."}},
+		{"responses reasoning", put(`{"type":"reasoning","id":"rs","summary":[{"type":"summary_text","text":"hm"}]}`, responses.ProviderKindItem), Visible{Text: "hm"}},
+		{"anthropic text", put(`[{"type":"text","text":"ok"}]`, anthropic.ProviderKindText), Visible{Text: "ok"}},
+	}
+	for _, tc := range cases {
+		got, err := ProjectVisible(ctx, blobs, tc.ref)
+		if err != nil || got != tc.want {
+			t.Errorf("%s: got %+v, %v; want %+v", tc.name, got, err, tc.want)
+		}
+	}
+}

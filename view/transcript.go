@@ -133,7 +133,9 @@ type Content struct {
 	MediaType    string         `json:"mediaType"`
 	ProviderKind string         `json:"providerKind,omitempty"`
 	Text         *string        `json:"text,omitempty"`
-	Preview      string         `json:"preview,omitempty"`
+	// Refusal marks Text as the model's refusal (see Visible).
+	Refusal bool   `json:"refusal,omitempty"`
+	Preview string `json:"preview,omitempty"`
 }
 
 // IsMedia reports whether the content is shown by ref and media type alone.
@@ -355,11 +357,11 @@ func (p projector) full(ctx context.Context, ref content.ContentRef, recorded st
 		return p.bounded(ctx, ref, recorded)
 	}
 	c := describe(ref)
-	text, err := ProjectText(ctx, p.blobs, ref)
+	v, err := ProjectVisible(ctx, p.blobs, ref)
 	if err != nil {
 		return Content{}, err
 	}
-	c.Text = &text
+	c.Text, c.Refusal = &v.Text, v.Refusal
 	return c, nil
 }
 

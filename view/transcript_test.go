@@ -395,3 +395,34 @@ func TestTranscript_ReadsOnlyItsRangeAndItsBlobs(t *testing.T) {
 		}
 	}
 }
+
+// A refusal-only answer shows its refusal text marked as a refusal, both as
+// the assistant message and as the run's output; other text is not marked.
+func TestTranscript_MarksRefusals(t *testing.T) {
+	l := newTLog(t)
+	refusal := l.put(`{"role":"assistant","refusal":"I'm sorry, I cannot assist with that request."}`, content.MediaJSON, chat.ProviderKindMessage)
+	plain := l.put(`{"role":"assistant","content":"Sure."}`, content.MediaJSON, chat.ProviderKindMessage)
+	entrySeq := l.entries(
+		core.Entry{Kind: core.EntryMessage, Role: core.RoleAssistant, Source: core.SourceModel, Content: refusal},
+		core.Entry{Kind: core.EntryMessage, Role: core.RoleAssistant, Source: core.SourceModel, Content: plain},
+	)
+	outSeq := l.add(core.KindRunCompleted, core.RunCompleted{RunID: "r1", Output: &refusal})
+	page := read(t, l.log, l.blobs, view.TranscriptQuery{})
+	bySeq := map[int64]*view.Display{}
+	for _, ev := range page.Events {
+		bySeq[ev.Seq] = ev.Display
+	}
+	const want = "I'm sorry, I cannot assist with that request."
+	for name, c := range map[string]view.Content{"entry": bySeq[entrySeq].Entries[0].Content, "output": *bySeq[outSeq].Content} {
+		if c.Text == nil || *c.Text != want || !c.Refusal {
+			t.Errorf("%s: %+v", name, c)
+		}
+	}
+	if c := bySeq[entrySeq].Entries[1].Content; c.Refusal || c.Text == nil || *c.Text != "Sure." {
+		t.Errorf("plain answer: %+v", c)
+	}
+	raw, err := json.Marshal(bySeq[outSeq].Content)
+	if err != nil || !strings.Contains(string(raw), `"refusal":true`) {
+		t.Fatalf("output JSON %s, %v", raw, err)
+	}
+}

@@ -153,7 +153,7 @@ func Decode(ctx context.Context, blobs blob.Store, body []byte) (provider.Output
 
 	var mbuf bytes.Buffer
 	rawjson.WriteObject(&mbuf, kept)
-	visible, refusal := messageText(kept)
+	visible, _ := visibleText(messageText(kept))
 	me, err := putEntry(ctx, blobs, mbuf.Bytes(), ProviderKindMessage, core.EntryMessage, visible)
 	if err != nil {
 		return provider.Output{}, err
@@ -175,9 +175,10 @@ func Decode(ctx context.Context, blobs blob.Store, body []byte) (provider.Output
 		}
 	}
 
+	// A refusal is an answer (HTTP 200, finish_reason stop): its message is
+	// the turn's output, re-sent on later requests; projections mark it
+	// (ProjectMessage).
 	switch {
-	case refusal != "":
-		out.Failure = &core.Failure{Kind: FailureRefusal, Message: refusal}
 	case out.Finish == "length":
 		out.Failure = &core.Failure{Kind: FailureMaxTokens, Message: "the model stopped at its output token limit"}
 	case out.Finish == "content_filter":

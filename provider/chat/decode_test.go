@@ -39,7 +39,7 @@ func TestDecodeFacts(t *testing.T) {
 		{file: "groq-qwen3-reasoning-field.json", id: "chatcmpl-73cf8a54-d54e-400c-88b8-603d1a346d96", finish: "stop",
 			usage: core.Usage{InputTokens: 17, OutputTokens: 649, ReasoningTokens: 570}, reasoning: true},
 		{file: "refusal.json", id: "chatcmpl-9nYAG9LPNonX8DAyrkwYfemr3C8HC", finish: "stop",
-			usage: core.Usage{InputTokens: 81, OutputTokens: 11}, failure: FailureRefusal, failMsg: "I'm sorry, I cannot assist with that request."},
+			usage: core.Usage{InputTokens: 81, OutputTokens: 11}}, // a refusal is the answer, not a failure
 		{file: "search-preview-annotations.json", id: "chatcmpl-70883d76-ce0c-44d9-946f-f839bb5c153b", finish: "stop",
 			usage: core.Usage{InputTokens: 26, OutputTokens: 1044}},
 		{file: "xai-reasoning-tool-call.json", id: "61c0468b-2a98-413e-f654-dbffcdbb62c1", finish: "tool_calls",

@@ -53,6 +53,5 @@ const (
 // Failure kinds this adapter reports in provider.Output.Failure.
 const (
 	FailureMaxTokens     = "max_tokens"
-	FailureRefusal       = "refusal"
 	FailureContentFilter = "content_filter"
 )

@@ -14,12 +14,20 @@ import (
 // ProjectText returns the visible text of a stored ProviderKindMessage blob:
 // its content, or its refusal when there is no content.
 func ProjectText(native []byte) (string, error) {
+	text, _, err := ProjectMessage(native)
+	return text, err
+}
+
+// ProjectMessage returns the visible text of a stored ProviderKindMessage
+// blob and whether that text is a refusal: the message has no content, only
+// a `refusal`.
+func ProjectMessage(native []byte) (text string, refusal bool, err error) {
 	ms, err := rawjson.ObjectMembers(native)
 	if err != nil {
-		return "", fmt.Errorf("chat: project message: %w", err)
+		return "", false, fmt.Errorf("chat: project message: %w", err)
 	}
-	text, _ := messageText(ms)
-	return text, nil
+	text, refusal = visibleText(messageText(ms))
+	return text, refusal, nil
 }
 
 // ProjectReasoning returns the visible reasoning text of a stored
@@ -50,13 +58,13 @@ func ProjectAnnotations(native []byte) (json.RawMessage, error) {
 	return json.RawMessage(v), nil
 }
 
-// messageText returns the visible text of message members (content, else the
-// refusal) and the refusal text on its own.
-func messageText(ms []rawjson.Member) (visible, refusal string) {
+// messageText returns the text of message members' content and their
+// refusal.
+func messageText(ms []rawjson.Member) (text, refusal string) {
 	refusal, _ = rawjson.String(rawjson.Lookup(ms, "refusal"))
 	c := rawjson.Lookup(ms, "content")
 	if s, ok := rawjson.String(c); ok {
-		visible = s
+		text = s
 	} else if len(c) > 0 && c[0] == '[' {
 		// Content parts ([{"type":"text","text":…}]) as some servers return.
 		var parts []struct {
@@ -69,11 +77,17 @@ func messageText(ms []rawjson.Member) (visible, refusal string) {
 					b.WriteString(*p.Text)
 				}
 			}
-			visible = b.String()
+			text = b.String()
 		}
 	}
-	if visible == "" {
-		visible = refusal
+	return text, refusal
+}
+
+// visibleText is what a reader sees of a message: its content, else its
+// refusal, and whether it is the refusal.
+func visibleText(text, refusal string) (string, bool) {
+	if text == "" && refusal != "" {
+		return refusal, true
 	}
-	return visible, refusal
+	return text, false
 }

@@ -66,7 +66,11 @@ type ErrorBody struct {
 // (ctx.Err() when the caller gave up).
 func Post(ctx context.Context, c Call) ([]byte, error) {
 	ep := c.Endpoint
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.BaseURL+c.Path, bytes.NewReader(c.Body))
+	target, err := ep.URL(c.Path)
+	if err != nil {
+		return nil, &provider.Error{Message: err.Error()}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(c.Body))
 	if err != nil {
 		// Do not quote err: it repeats the URL, which may carry credentials.
 		return nil, &provider.Error{Message: "invalid endpoint base URL"}
@@ -76,7 +80,7 @@ func Post(ctx context.Context, c Call) ([]byte, error) {
 	req.Header.Set("Accept", "application/json")
 	setSorted(req.Header, c.Headers)
 
-	resp, err := c.Client.Do(req)
+	resp, err := noRedirects(c.Client).Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -84,6 +88,12 @@ func Post(ctx context.Context, c Call) ([]byte, error) {
 		return nil, transportError(err, ep, c.Path)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
+		// Neither the body nor Location is quoted: either may echo the
+		// request, and the target is no business of the session's history.
+		return nil, &provider.Error{Status: resp.StatusCode,
+			Message: fmt.Sprintf("the provider answered HTTP %d, a redirect; provider calls do not follow redirects, so set the provider's baseUrl to the final address", resp.StatusCode)}
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBytes))
 		return nil, c.statusError(resp, data)
@@ -98,7 +108,19 @@ func Post(ctx context.Context, c Call) ([]byte, error) {
 	if len(data) > maxResponseBytes {
 		return nil, &provider.Error{Status: resp.StatusCode, Message: fmt.Sprintf("response body exceeds %d bytes", maxResponseBytes)}
 	}
-	return data, nil
+	// What the body says becomes errors, events and blobs: an echoed key
+	// goes no further than here.
+	return ep.RedactBody(data), nil
+}
+
+// noRedirects returns a copy of client that hands back a 3xx instead of
+// following it. A redirect would re-send the conversation (and, to the same
+// host, the key) to an address nobody configured: a plain-http LAN address,
+// say, which the baseUrl rule refuses.
+func noRedirects(client *http.Client) *http.Client {
+	c := *client
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &c
 }
 
 func setSorted(h http.Header, values map[string]string) {

@@ -140,7 +140,7 @@ func DecodeCompact(ctx context.Context, blobs blob.Store, body []byte) (provider
 	var entries []core.EntryInput
 	compactions, calls := 0, 0
 	for i, raw := range items {
-		e, call, _, err := decodeItem(ctx, blobs, raw)
+		e, call, err := decodeItem(ctx, blobs, raw)
 		if err != nil {
 			var se *storeError
 			if errors.As(err, &se) {

@@ -106,9 +106,8 @@ func Decode(ctx context.Context, blobs blob.Store, body []byte) (provider.Output
 	}
 	out.Usage = env.usage()
 
-	var refusal string
 	for i, raw := range items {
-		e, call, ref, err := decodeItem(ctx, blobs, raw)
+		e, call, err := decodeItem(ctx, blobs, raw)
 		if err != nil {
 			var se *storeError
 			if errors.As(err, &se) {
@@ -120,16 +119,12 @@ func Decode(ctx context.Context, blobs blob.Store, body []byte) (provider.Output
 		if call != nil {
 			out.ToolCalls = append(out.ToolCalls, *call)
 		}
-		if refusal == "" {
-			refusal = ref
-		}
 	}
 
+	// A refusal is an answer (HTTP 200, status completed): its message is
+	// the turn's output and is re-sent as received on a later request, which
+	// the API accepts. Projections mark it (ProjectMessage).
 	switch {
-	case refusal != "":
-		// The message stays stored and is re-sent as received on a later
-		// request (the API accepts refusal parts back); the run still fails.
-		out.Failure = &core.Failure{Kind: FailureRefusal, Message: refusal}
 	case env.Status == statusIncomplete:
 		out.Failure = incompleteFailure(reason)
 	case env.Status == statusFailed:
@@ -198,21 +193,20 @@ func (e *storeError) Error() string { return e.err.Error() }
 func (e *storeError) Unwrap() error { return e.err }
 
 // decodeItem stores one raw output item and describes it. It returns the tool
-// call when the item is a function_call, and the refusal text when the item
-// is a message carrying one.
-func decodeItem(ctx context.Context, blobs blob.Store, raw []byte) (core.EntryInput, *core.ToolCall, string, error) {
+// call when the item is a function_call.
+func decodeItem(ctx context.Context, blobs blob.Store, raw []byte) (core.EntryInput, *core.ToolCall, error) {
 	ms, err := rawjson.ObjectMembers(raw)
 	if err != nil {
-		return core.EntryInput{}, nil, "", err
+		return core.EntryInput{}, nil, err
 	}
 	typ, ok := rawjson.String(rawjson.Lookup(ms, "type"))
 	if !ok || typ == "" {
-		return core.EntryInput{}, nil, "", fmt.Errorf("item has no type")
+		return core.EntryInput{}, nil, fmt.Errorf("item has no type")
 	}
 
 	switch typ {
 	case itemMessage:
-		visible, refusal := messageText(ms)
+		visible, _ := visibleText(messageText(ms))
 		role, _ := rawjson.String(rawjson.Lookup(ms, "role"))
 		switch role {
 		case core.RoleAssistant, "":
@@ -224,25 +218,25 @@ func decodeItem(ctx context.Context, blobs blob.Store, raw []byte) (core.EntryIn
 			// A system or developer message is nothing the core has a role
 			// for; keep it, replay it, do not interpret it.
 			e, err := putItem(ctx, blobs, raw, core.EntryProviderOpaque, "", typ+" ("+role+")")
-			return e, nil, "", err
+			return e, nil, err
 		}
 		e, err := putItem(ctx, blobs, raw, core.EntryMessage, role, visible)
-		return e, nil, refusal, err
+		return e, nil, err
 
 	case itemFunctionCall:
 		callID, ok := rawjson.String(rawjson.Lookup(ms, "call_id"))
 		if !ok || callID == "" {
-			return core.EntryInput{}, nil, "", fmt.Errorf("function_call has no call_id")
+			return core.EntryInput{}, nil, fmt.Errorf("function_call has no call_id")
 		}
 		name, ok := rawjson.String(rawjson.Lookup(ms, "name"))
 		if !ok || name == "" {
-			return core.EntryInput{}, nil, "", fmt.Errorf("function_call has no name")
+			return core.EntryInput{}, nil, fmt.Errorf("function_call has no name")
 		}
 		argsRaw := rawjson.Lookup(ms, "arguments")
 		args := "{}" // a call without arguments is a call with an empty object
 		if !rawjson.IsNull(argsRaw) {
 			if args, ok = rawjson.String(argsRaw); !ok {
-				return core.EntryInput{}, nil, "", fmt.Errorf("function_call arguments is not a string")
+				return core.EntryInput{}, nil, fmt.Errorf("function_call arguments is not a string")
 			}
 		}
 		media := content.MediaText
@@ -251,32 +245,32 @@ func decodeItem(ctx context.Context, blobs blob.Store, raw []byte) (core.EntryIn
 		}
 		argsRef, err := blob.PutRef(ctx, blobs, []byte(args), media, "")
 		if err != nil {
-			return core.EntryInput{}, nil, "", &storeError{fmt.Errorf("responses: store arguments: %w", err)}
+			return core.EntryInput{}, nil, &storeError{fmt.Errorf("responses: store arguments: %w", err)}
 		}
 		e, err := putItem(ctx, blobs, raw, core.EntryToolCall, core.RoleAssistant, name+"("+args+")")
 		if err != nil {
-			return core.EntryInput{}, nil, "", err
+			return core.EntryInput{}, nil, err
 		}
 		e.CallID, e.ToolName = callID, name
-		return e, &core.ToolCall{CallID: callID, Name: name, Arguments: argsRef}, "", nil
+		return e, &core.ToolCall{CallID: callID, Name: name, Arguments: argsRef}, nil
 
 	case itemReasoning:
 		e, err := putItem(ctx, blobs, raw, core.EntryReasoning, core.RoleAssistant, reasoningText(ms))
-		return e, nil, "", err
+		return e, nil, err
 
 	case itemCompaction:
 		// Opaque material that stands in for the conversation before it
 		// (encrypted_content); replayed byte for byte, never interpreted.
 		// It is no one's utterance, so it has no role.
 		e, err := putItem(ctx, blobs, raw, core.EntryCompaction, "", compactionPreview(ms))
-		return e, nil, "", err
+		return e, nil, err
 
 	default:
 		// web_search_call, file_search_call, … and types added
 		// after this was written: kept whole and replayed, never interpreted.
 		// The model produced them, hence the assistant role.
 		e, err := putItem(ctx, blobs, raw, core.EntryProviderOpaque, core.RoleAssistant, typ)
-		return e, nil, "", err
+		return e, nil, err
 	}
 }
 

@@ -35,8 +35,7 @@ func TestDecodeFacts(t *testing.T) {
 			usage: core.Usage{InputTokens: 865, OutputTokens: 163, ReasoningTokens: 128}, kinds: "r,m"},
 		{file: "reasoning-function-call.json", id: "resp_68c42d28772c819684459966ee2201ed0e8bc41441c948f6",
 			usage: core.Usage{InputTokens: 124, OutputTokens: 1926, ReasoningTokens: 1792}, calls: []string{"call_gL7JE6GDeGGsFubqO2XGytyO/update_plan"}, kinds: "r,t"},
-		{file: "refusal.json", id: "resp_1234567890", usage: core.Usage{InputTokens: 81, OutputTokens: 11}, kinds: "m",
-			failure: FailureRefusal, failMsg: "I'm sorry, I cannot assist with that request."},
+		{file: "refusal.json", id: "resp_1234567890", usage: core.Usage{InputTokens: 81, OutputTokens: 11}, kinds: "m"}, // a refusal is the answer
 		{file: "web-search-encrypted-reasoning.json", id: "resp_0e3d55e9502941380068c4aa9a62f48195a373978ed720ac63",
 			usage: core.Usage{InputTokens: 115886, OutputTokens: 1720, CachedInputTokens: 92160, ReasoningTokens: 1472}, kinds: "r,p,r,p,r,p,r,p,r,p,r,p,r,m"},
 		{file: "web-search-sources.json", id: "resp_0953eda47ee17412006933306199c88195b44f9cf2986e1d5b",

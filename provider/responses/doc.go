@@ -31,8 +31,10 @@
 // the tool calls of a failed generation) is left out, because the API rejects
 // it alone and would reject every later request too.
 //
-// A refusal content part, or a response that ends incomplete, failed or
-// cancelled, sets provider.Output.Failure; the items are stored all the same.
+// A response that ends incomplete, failed or cancelled sets
+// provider.Output.Failure; the items are stored all the same. A refusal
+// content part does not: the refusal is the answer (status completed), so
+// its message is the turn's output, marked by ProjectMessage.
 // The session's provider parameters (see ValidateParams) shape the rest of the
 // request; by default it asks for `include: ["reasoning.encrypted_content"]`
 // and `store: false`, and sends the session's prompt_cache_key.
@@ -103,7 +105,6 @@ const ProviderKindItem = "openai.responses.item"
 
 // Failure kinds this adapter reports in provider.Output.Failure.
 const (
-	FailureRefusal       = "refusal"            // a message carries a refusal content part
 	FailureMaxTokens     = "max_tokens"         // status incomplete, reason max_output_tokens
 	FailureContentFilter = "content_filter"     // status incomplete, reason content_filter
 	FailureIncomplete    = "incomplete"         // status incomplete for another reason

@@ -18,12 +18,20 @@ import (
 // output_text does; when the message has no text but a refusal part, the
 // refusal text.
 func ProjectText(native []byte) (string, error) {
+	text, _, err := ProjectMessage(native)
+	return text, err
+}
+
+// ProjectMessage returns the visible text of a stored `message` item (see
+// ProjectText) and whether that text is a refusal: the message has refusal
+// parts and no text.
+func ProjectMessage(native []byte) (text string, refusal bool, err error) {
 	ms, err := itemOf(native, itemMessage)
 	if err != nil {
-		return "", fmt.Errorf("responses: project text: %w", err)
+		return "", false, fmt.Errorf("responses: project text: %w", err)
 	}
-	text, _ := messageText(ms)
-	return text, nil
+	text, refusal = visibleText(messageText(ms))
+	return text, refusal, nil
 }
 
 // ProjectReasoning returns the visible reasoning of a stored `reasoning`
@@ -98,30 +106,35 @@ func contentParts(c []byte) [][]rawjson.Member {
 	return out
 }
 
-// messageText returns the visible text of message members (text parts, else
-// refusals) and the refusal text on its own.
-func messageText(ms []rawjson.Member) (visible, refusal string) {
+// messageText returns the text of message members' text parts and of their
+// refusal parts.
+func messageText(ms []rawjson.Member) (text, refusal string) {
 	c := rawjson.Lookup(ms, "content")
 	if s, ok := rawjson.String(c); ok {
 		return s, ""
 	}
-	var text, ref strings.Builder
+	var txt, ref strings.Builder
 	for _, p := range contentParts(c) {
 		typ, _ := rawjson.String(rawjson.Lookup(p, "type"))
 		switch typ {
 		case "output_text", "input_text":
 			s, _ := rawjson.String(rawjson.Lookup(p, "text"))
-			text.WriteString(s)
+			txt.WriteString(s)
 		case "refusal":
 			s, _ := rawjson.String(rawjson.Lookup(p, "refusal"))
 			ref.WriteString(s)
 		}
 	}
-	visible, refusal = text.String(), ref.String()
-	if visible == "" {
-		visible = refusal
+	return txt.String(), ref.String()
+}
+
+// visibleText is what a reader sees of a message: its text, else its
+// refusals, and whether it is the refusals.
+func visibleText(text, refusal string) (string, bool) {
+	if text == "" && refusal != "" {
+		return refusal, true
 	}
-	return visible, refusal
+	return text, false
 }
 
 // reasoningText joins a reasoning item's summary_text parts, falling back to
