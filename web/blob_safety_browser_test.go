@@ -153,6 +153,11 @@ func TestBlobPageNeverMakesScriptableURLs(t *testing.T) {
 	}
 	// The real image is still drawn.
 	tb.wait(`(() => { const i = document.getElementById('blob-image'); return i && i.complete && i.naturalWidth === 3; })()`)
+	// Defence in depth: the served policy is in force, so the page turns
+	// no HTML string into markup.
+	if got := eval[string](tb, `(() => { try { document.createElement('div').innerHTML = '<b>x</b>'; return 'allowed'; } catch (e) { return e.name; } })()`); got != "TypeError" {
+		t.Errorf("assigning an HTML string in the inspector: %s, want Trusted Types to refuse it", got)
+	}
 
 	// The control: the same SVG behind a blob: URL of its own type, made in
 	// the inspector's origin, does run when opened. This proves the probe
