@@ -58,9 +58,7 @@ func TestPagesServeIndexWithoutCaching(t *testing.T) {
 		if b := body(t, r); !strings.Contains(b, `<main id="main"`) || strings.Contains(b, assetsPlaceholder) {
 			t.Errorf("GET %s did not serve the inspector's page", p)
 		}
-		if csp := r.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") {
-			t.Errorf("GET %s: Content-Security-Policy %q", p, csp)
-		}
+		checkDefenceHeaders(t, "GET "+p, r)
 	}
 	for _, p := range []string{"/rpcx", "/sessions/a/b", "/blobs/", "/favicon.ico", "/assets/", "/assets/v/nope.js"} {
 		if r := get(t, h, http.MethodGet, p, nil); r.StatusCode != http.StatusNotFound {
@@ -75,6 +73,30 @@ func TestPagesServeIndexWithoutCaching(t *testing.T) {
 	}
 }
 
+// checkDefenceHeaders asserts what every inspector response carries so
+// that nothing it serves runs script it did not ship: no inline or foreign
+// script, no plugins, no framing, no HTML-string sinks, no sniffing, and
+// no window handle for a page that opened it.
+func checkDefenceHeaders(t *testing.T, what string, r *http.Response) {
+	t.Helper()
+	csp := r.Header.Get("Content-Security-Policy")
+	for _, d := range []string{"default-src 'self'", "script-src 'self'", "object-src 'none'", "frame-src 'none'", "base-uri 'none'",
+		"frame-ancestors 'none'", "require-trusted-types-for 'script'", "trusted-types 'none'"} {
+		if !strings.Contains(csp, d+";") && !strings.HasSuffix(csp, d) {
+			t.Errorf("%s: Content-Security-Policy %q lacks %s", what, csp, d)
+		}
+	}
+	if strings.Contains(csp, "unsafe-") || strings.Contains(csp, "data:") {
+		t.Errorf("%s: Content-Security-Policy %q allows inline code or data: URLs", what, csp)
+	}
+	if got := r.Header.Get("X-Content-Type-Options"); got != "nosniff" {
+		t.Errorf("%s: X-Content-Type-Options %q, want nosniff", what, got)
+	}
+	if got := r.Header.Get("Cross-Origin-Opener-Policy"); got != "same-origin" {
+		t.Errorf("%s: Cross-Origin-Opener-Policy %q, want same-origin", what, got)
+	}
+}
+
 func TestAssetsAreTypedVersionedAndCompressed(t *testing.T) {
 	h := Handler()
 	index := body(t, get(t, h, http.MethodGet, "/", nil))
@@ -84,6 +106,7 @@ func TestAssetsAreTypedVersionedAndCompressed(t *testing.T) {
 		if r.StatusCode != http.StatusOK || r.Header.Get("Content-Type") != want[path.Ext(p)] {
 			t.Errorf("GET %s: %d %q", p, r.StatusCode, r.Header.Get("Content-Type"))
 		}
+		checkDefenceHeaders(t, "GET "+p, r)
 		if cc := r.Header.Get("Cache-Control"); cc != "public, max-age=31536000, immutable" {
 			t.Errorf("GET %s: Cache-Control %q, want immutable", p, cc)
 		}

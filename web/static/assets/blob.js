@@ -1,11 +1,26 @@
 // The blob page: the exact bytes of one content-addressed blob, shown by
 // media type (from ?type=, which the inspector's links carry; sniffed from
 // the bytes otherwise) and always downloadable as they are.
+//
+// The bytes may come from a model, and the link from any web page. A blob:
+// URL made here belongs to the inspector's origin, and a user can open it as
+// a document ("open image in new tab"): a script in it would run as the
+// inspector. So the page makes blob: URLs only of the inert types below;
+// anything else (SVG, HTML, XML, any +xml) is shown as text, never drawn.
 
 import { call, isAbort } from './rpc.js';
 import { h, clear, append, fmtBytes, fmtInt, shortRef, errorBox, jsonTree } from './dom.js';
 
 const HEX_LIMIT = 4096;
+
+// INERT_MEDIA are the types whose documents cannot run script: a browser
+// shows them as a picture or a player. The list is explicit, never a
+// prefix: image/svg+xml is an image type, and XML types can carry script.
+const INERT_MEDIA = new Map([
+  ...['png', 'jpeg', 'gif', 'webp', 'avif', 'bmp'].map((t) => [`image/${t}`, 'img']),
+  ...['mpeg', 'wav', 'x-wav', 'wave', 'ogg', 'flac', 'mp4', 'aac', 'webm'].map((t) => [`audio/${t}`, 'audio']),
+  ...['mp4', 'webm', 'ogg'].map((t) => [`video/${t}`, 'video']),
+]);
 
 export function blobPage(ctx, ref) {
   ctx.setCrumbs([{ label: 'Sessions', href: '/' }, { label: `blob ${shortRef(ref)}`, mono: true }]);
@@ -21,6 +36,7 @@ export function blobPage(ctx, ref) {
   const urls = [];
   ctx.signal.addEventListener('abort', () => urls.forEach((u) => URL.revokeObjectURL(u)));
   const objectURL = (bytes, type) => {
+    if (type !== 'application/octet-stream' && !INERT_MEDIA.has(type)) throw new Error(`no blob: URL for ${type}`);
     const u = URL.createObjectURL(new Blob([bytes], { type }));
     urls.push(u);
     return u;
@@ -59,12 +75,17 @@ function render(bytes, mediaType, objectURL) {
       return [h('p', { class: 'error' }, `Not valid JSON (${err.message}); shown as text.`), h('pre', { class: 'text-view' }, text)];
     }
   }
-  if (base.startsWith('image/')) return h('figure', { class: 'media-view' }, h('img', { src: objectURL(bytes, base), alt: `blob of type ${base}`, id: 'blob-image' }));
-  if (base.startsWith('audio/')) return h('figure', { class: 'media-view' }, h('audio', { controls: true, preload: 'metadata', src: objectURL(bytes, base), id: 'blob-audio' }));
-  if (base.startsWith('video/')) return h('figure', { class: 'media-view' }, h('video', { controls: true, preload: 'metadata', src: objectURL(bytes, base), id: 'blob-video' }));
-  const text = base.startsWith('text/') || base === 'application/xml' || base === 'application/yaml' ? decodeText(bytes) : strictText(bytes);
-  if (text !== null) return h('pre', { class: 'text-view', id: 'blob-text' }, text);
-  return hexView(bytes);
+  // Here base is exactly one of the list's keys: no parameters, no other type.
+  const player = INERT_MEDIA.get(base);
+  if (player === 'img') return h('figure', { class: 'media-view' }, h('img', { src: objectURL(bytes, base), alt: `blob of type ${base}`, id: 'blob-image' }));
+  if (player) return h('figure', { class: 'media-view' }, h(player, { controls: true, preload: 'metadata', src: objectURL(bytes, base), id: `blob-${player}` }));
+  const media = /^(image|audio|video)\//.test(base);
+  const note = media && h('p', { class: 'quiet small', id: 'blob-not-drawn' },
+    `Only types that cannot carry script are drawn here; ${base} is shown as it is stored. Download it to open it elsewhere.`);
+  const lenient = base.startsWith('text/') || base.endsWith('+xml') || base === 'application/xml' || base === 'application/yaml';
+  const text = lenient ? decodeText(bytes) : strictText(bytes);
+  if (text !== null) return [note, h('pre', { class: 'text-view', id: 'blob-text' }, text)];
+  return [note, hexView(bytes)];
 }
 
 function jsonView(value, text) {
