@@ -36,6 +36,9 @@ func (r ContentRef) Validate() error {
 	if r.MediaType == "" {
 		return fmt.Errorf("%w: missing media type", ErrInvalidRef)
 	}
+	if err := ValidateMediaType(r.MediaType); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidRef, err)
+	}
 	return nil
 }
 
