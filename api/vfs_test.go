@@ -384,6 +384,14 @@ func TestVFS_BadParams(t *testing.T) {
 			_, err := e.c.CommitWorkspace(bg, api.WorkspaceCommitParams{Workspace: "w", ExpectedRevision: rev(1), Files: []vfs.Entry{at(deep, 1)}})
 			return err
 		}},
+		{"commit too long a name", api.KindLimitExceeded, func() error {
+			_, err := e.c.CommitWorkspace(bg, api.WorkspaceCommitParams{Workspace: "w", ExpectedRevision: rev(1), Files: []vfs.Entry{at("d/"+strings.Repeat("n", 256), 1)}})
+			return err
+		}},
+		{"write too long a name", api.KindLimitExceeded, func() error {
+			_, err := e.c.WriteFile(bg, api.FileWriteParams{Workspace: "w", Path: strings.Repeat("n", 256) + "/f", Data: []byte("x")})
+			return err
+		}},
 		{"write bad path", api.KindInvalidParams, func() error {
 			_, err := e.c.WriteFile(bg, api.FileWriteParams{Workspace: "w", Path: "../escape", Data: []byte("x")})
 			return err

@@ -90,7 +90,7 @@ func (e *EntryError) Unwrap() error { return ErrInvalidManifest }
 // LimitError names the limit exceeded, its maximum, the value that exceeded it
 // and, where one is to blame, the offending path.
 type LimitError struct {
-	Limit string // "files", "depth", "path bytes", "file bytes", "total bytes"
+	Limit string // "files", "depth", "path bytes", "segment bytes", "file bytes", "total bytes"
 	Max   int64
 	Got   int64
 	Path  string
