@@ -429,6 +429,26 @@ func TestVFS_BadParams(t *testing.T) {
 			_, err := e.c.ListFiles(bg, api.FileParams{Workspace: "w", Path: "../up"})
 			return err
 		}},
+		{"list ..", api.KindInvalidParams, func() error {
+			_, err := e.c.ListFiles(bg, api.FileParams{Workspace: "w", Path: ".."})
+			return err
+		}},
+		{"list /..", api.KindInvalidParams, func() error {
+			_, err := e.c.ListFiles(bg, api.FileParams{Workspace: "w", Path: "/.."})
+			return err
+		}},
+		{"list a.txt/..", api.KindInvalidParams, func() error {
+			_, err := e.c.ListFiles(bg, api.FileParams{Workspace: "w", Path: "a.txt/.."})
+			return err
+		}},
+		{"list ./a.txt", api.KindInvalidParams, func() error {
+			_, err := e.c.ListFiles(bg, api.FileParams{Workspace: "w", Path: "./a.txt"})
+			return err
+		}},
+		{"list x//y", api.KindInvalidParams, func() error {
+			_, err := e.c.ListFiles(bg, api.FileParams{Workspace: "w", Path: "x//y"})
+			return err
+		}},
 		{"snapshot read no digest", api.KindInvalidParams, func() error { _, err := e.c.ReadSnapshot(bg, ""); return err }},
 		{"snapshot create bad name", api.KindInvalidParams, func() error { _, err := e.c.CreateSnapshot(bg, ""); return err }},
 	}
