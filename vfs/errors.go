@@ -110,13 +110,13 @@ type NotFoundError struct{ Path string }
 func (e *NotFoundError) Error() string { return fmt.Sprintf("vfs: %q not found", e.Path) }
 func (e *NotFoundError) Unwrap() error { return ErrNotFound }
 
-// UnsupportedFileError names a file ImportDir will not import (a symlink,
-// device, socket or pipe).
+// UnsupportedFileError names a file ImportDir will not import (a device,
+// socket or pipe).
 type UnsupportedFileError struct {
 	Path string
 	Kind string
 }
 
 func (e *UnsupportedFileError) Error() string {
-	return fmt.Sprintf("vfs import: %q is a %s; only regular files and directories are imported", e.Path, e.Kind)
+	return fmt.Sprintf("vfs import: %q is a %s; only regular files, directories and symlinks to files are imported", e.Path, e.Kind)
 }

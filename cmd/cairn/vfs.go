@@ -30,17 +30,29 @@ func vfsCommand() *cobra.Command {
 
 func vfsImportCommand() *cobra.Command {
 	var cf clientFlags
-	var workspace string
+	var workspace, ignoreFile string
 	cmd := &cobra.Command{
 		Use:   "import DIR --workspace NAME",
 		Short: "Make a workspace's tree DIR's files (creating it if absent), uploading only what the server lacks",
-		Args:  cobra.ExactArgs(1),
+		Long: "Make a workspace's tree DIR's files (creating it if absent), uploading only what the server lacks.\n" +
+			"Git metadata (.git) is never imported. A symlink to a file inside DIR is imported as that file's bytes;\n" +
+			"other symlinks (outside DIR, to a directory, dangling) are skipped. Every skipped path is reported.",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return importDir(cmd.Context(), cmd.OutOrStdout(), cf.client(), args[0], workspace)
+			opt := vfs.ImportOptions{}
+			if ignoreFile != "" {
+				data, err := os.ReadFile(ignoreFile)
+				if err != nil {
+					return fmt.Errorf("--ignore-file: %w", err)
+				}
+				opt.Ignore = vfs.ParseIgnore(data)
+			}
+			return importDir(cmd.Context(), cmd.OutOrStdout(), cf.client(), args[0], workspace, opt)
 		},
 	}
 	cf.register(cmd)
 	cmd.Flags().StringVar(&workspace, "workspace", "", "workspace to commit DIR into")
+	cmd.Flags().StringVar(&ignoreFile, "ignore-file", "", "leave out the paths this file's patterns match (gitignore syntax, relative to DIR), e.g. DIR/.gitignore")
 	_ = cmd.MarkFlagRequired("workspace")
 	return cmd
 }
@@ -67,11 +79,12 @@ func (noEdges) PutEdges(context.Context, content.Digest, []content.Digest) error
 
 // importDir commits dir's tree to workspace on the revision it read, so a
 // concurrent change on the server is a conflict, never overwritten.
-func importDir(ctx context.Context, out io.Writer, c *api.Client, dir, workspace string) error {
-	m, local, err := vfs.ImportDir(ctx, hashOnly{}, noEdges{}, dir, vfs.Limits{})
+func importDir(ctx context.Context, out io.Writer, c *api.Client, dir, workspace string, opt vfs.ImportOptions) error {
+	m, local, skipped, err := vfs.ImportDir(ctx, hashOnly{}, noEdges{}, dir, opt)
 	if err != nil {
 		return err
 	}
+	reportSkipped(out, skipped)
 	var expected *int64
 	cur, err := c.ReadWorkspace(ctx, workspace)
 	switch {
@@ -100,6 +113,8 @@ func importDir(ctx context.Context, out io.Writer, c *api.Client, dir, workspace
 			continue
 		}
 		delete(missing, e.Ref.Digest) // a file's twin reuses its upload
+		// A symlinked entry reads its target again; the digest check below
+		// refuses bytes other than those imported, wherever it points now.
 		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(e.Path)))
 		if err != nil {
 			return err
@@ -124,6 +139,22 @@ func importDir(ctx context.Context, out io.Writer, c *api.Client, dir, workspace
 	fmt.Fprintf(out, "workspace %s revision %d: %d files, %d bytes\n", done.Workspace, done.Revision, done.Files, done.Bytes)
 	fmt.Fprintf(out, "uploaded %d new blobs (%d bytes), reused %d files (%d bytes)\n", uploaded, uploadedBytes, reused, reusedBytes)
 	return nil
+}
+
+// reportSkipped names every path the import left out, except ignored ones,
+// which it counts (the user listed them).
+func reportSkipped(out io.Writer, skipped []vfs.Skipped) {
+	ignored := 0
+	for _, s := range skipped {
+		if s.Reason == vfs.SkipIgnored {
+			ignored++
+			continue
+		}
+		fmt.Fprintf(out, "skipped %s: %s\n", s.Path, s.Reason)
+	}
+	if ignored > 0 {
+		fmt.Fprintf(out, "skipped %d paths matched by --ignore-file\n", ignored)
+	}
 }
 
 func isKind(err error, kind string) bool {
