@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"text/tabwriter"
@@ -179,34 +178,55 @@ func vfsExportCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "export (--workspace NAME | --snapshot DIGEST) DIR",
 		Short: "Write every file of a workspace or snapshot under DIR",
-		Args:  cobra.ExactArgs(1),
+		Long: "Write every file of a workspace or snapshot under DIR, all or nothing: on any failure DIR is left as it was.\n" +
+			"Paths under .git are never written (they are reported). A symlink in DIR is never followed nor replaced:\n" +
+			"a tree path through or onto one is refused before anything is written.",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return exportTree(cmd.Context(), cmd.OutOrStdout(), cf.client(), tf, args[0], force)
 		},
 	}
 	cf.register(cmd)
 	tf.register(cmd)
-	cmd.Flags().BoolVar(&force, "force", false, "write into a non-empty DIR, replacing files of the same paths")
+	cmd.Flags().BoolVar(&force, "force", false, "write into a non-empty DIR, replacing regular files of the same paths (others stay)")
 	return cmd
 }
 
 func exportTree(ctx context.Context, out io.Writer, c *api.Client, tf treeFlags, dir string, force bool) error {
-	if !force {
-		if err := requireEmpty(dir); err != nil {
-			return err
-		}
-	}
 	entries, err := listTree(ctx, c, tf)
 	if err != nil {
 		return err
 	}
-	// Re-check every path before joining it to dir: a server must not make
-	// this write outside it.
+	// Re-check every path (and the 255-byte name rule) before anything is
+	// written: a server must not make this write outside dir, nor fail
+	// halfway on a name the file system refuses.
 	m, err := vfs.NewManifest(entries, vfs.Limits{})
 	if err != nil {
-		return fmt.Errorf("the server sent an invalid tree: %w", err)
+		return fmt.Errorf("the tree cannot be exported: %w", err)
 	}
+	var files []vfs.Entry
+	var paths, gitTops []string
+	var bytes int64
 	for _, e := range m.Files {
+		if vfs.IsGitPath(e.Path) {
+			if t := gitTop(e.Path); len(gitTops) == 0 || gitTops[len(gitTops)-1] != t {
+				gitTops = append(gitTops, t)
+			}
+			continue
+		}
+		files = append(files, e)
+		paths = append(paths, e.Path)
+		bytes += e.Size
+	}
+	x, err := openExport(dir, force)
+	if err != nil {
+		return err
+	}
+	defer x.abort()
+	if err := x.plan(paths); err != nil {
+		return err
+	}
+	for _, e := range files {
 		data, err := c.Get(ctx, e.Ref.Digest)
 		if err != nil {
 			return fmt.Errorf("reading %s: %w", e.Path, err)
@@ -214,29 +234,17 @@ func exportTree(ctx context.Context, out io.Writer, c *api.Client, tf treeFlags,
 		if content.Sum(data) != e.Ref.Digest || int64(len(data)) != e.Size {
 			return fmt.Errorf("the server sent bytes for %s that do not match its entry", e.Path)
 		}
-		full := filepath.Join(dir, filepath.FromSlash(e.Path))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(full, data, 0o644); err != nil {
-			return err
+		if err := x.write(e.Path, data); err != nil {
+			return fmt.Errorf("writing %s: %w", e.Path, err)
 		}
 	}
-	fmt.Fprintf(out, "exported %d files (%d bytes) to %s\n", m.Totals.Files, m.Totals.Bytes, dir)
-	return nil
-}
-
-func requireEmpty(dir string) error {
-	ents, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
+	if err := x.install(paths); err != nil {
 		return err
 	}
-	if len(ents) > 0 {
-		return fmt.Errorf("%s is not empty; use --force to write into it", dir)
+	for _, t := range gitTops {
+		fmt.Fprintf(out, "skipped %s: git metadata is never exported\n", t)
 	}
+	fmt.Fprintf(out, "exported %d files (%d bytes) to %s\n", len(files), bytes, dir)
 	return nil
 }
 
