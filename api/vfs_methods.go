@@ -186,7 +186,9 @@ func (s call) readWorkspace(ctx context.Context, p WorkspaceParams) (WorkspaceRe
 }
 
 // commitWorkspace replaces a workspace's tree. Everything that can be refused
-// (input, revision, missing blobs) is checked before anything is written.
+// (input, revision, missing blobs, wrong sizes) is checked before anything is
+// written. Without expectedRevision the tree lands on the current head (or
+// creates the workspace), re-read if another writer moves it meanwhile.
 func (s call) commitWorkspace(ctx context.Context, p WorkspaceCommitParams) (WorkspaceReadResult, error) {
 	files, err := s.files()
 	if err != nil {
@@ -206,46 +208,95 @@ func (s call) commitWorkspace(ctx context.Context, p WorkspaceCommitParams) (Wor
 	if err != nil {
 		return WorkspaceReadResult{}, vfsInputError(err)
 	}
-	var expected int64 // absent means "create": never a silent overwrite
-	if p.ExpectedRevision != nil {
-		expected = *p.ExpectedRevision
-	}
-	cur, err := files.Workspace(ctx, p.Workspace)
-	exists := err == nil
-	switch {
-	case err != nil && !errors.Is(err, store.ErrWorkspaceNotFound):
+	cur, exists, err := s.currentWorkspace(ctx, files, p.Workspace)
+	if err != nil {
 		return WorkspaceReadResult{}, err
-	case exists && cur.Revision != expected:
-		return WorkspaceReadResult{}, revisionConflict(p.Workspace, expected, cur.Revision)
-	case !exists && expected != 0:
-		return WorkspaceReadResult{}, newError(CodeDomain, KindNotFound,
-			"workspace "+p.Workspace+" not found; omit expectedRevision to create it")
+	}
+	if want := p.ExpectedRevision; want != nil {
+		switch {
+		case exists && cur.Revision != *want:
+			return WorkspaceReadResult{}, revisionConflict(p.Workspace, *want, cur.Revision)
+		case !exists && *want != 0:
+			return WorkspaceReadResult{}, newError(CodeDomain, KindNotFound,
+				"workspace "+p.Workspace+" not found; omit expectedRevision to create it")
+		}
 	}
 	// The files are admitted by ref: their grace renews until the manifest's
 	// edges hold them.
 	if err := s.admit(ctx, vfs.FileDigests(m)); err != nil {
 		return WorkspaceReadResult{}, err
 	}
+	if err := s.checkSizes(ctx, m, cur, exists); err != nil {
+		return WorkspaceReadResult{}, err
+	}
 	ref, err := vfs.WriteManifest(ctx, s.host.Blobs(), files, m)
 	if err != nil {
 		return WorkspaceReadResult{}, err
 	}
-	var w store.Workspace
-	if exists {
-		w, err = files.MoveHead(ctx, p.Workspace, expected, ref.Digest)
-	} else {
-		w, err = files.CreateWorkspace(ctx, p.Workspace, ref.Digest)
-		if errors.Is(err, store.ErrWorkspaceExists) {
-			// Created by someone else since it was read.
-			if now, rerr := files.Workspace(ctx, p.Workspace); rerr == nil {
-				err = revisionConflict(p.Workspace, 0, now.Revision)
-			}
+	for attempt := 1; ; attempt++ {
+		var w store.Workspace
+		if exists {
+			w, err = files.MoveHead(ctx, p.Workspace, cur.Revision, ref.Digest)
+		} else {
+			w, err = files.CreateWorkspace(ctx, p.Workspace, ref.Digest)
+		}
+		if err == nil {
+			return WorkspaceReadResult{Workspace: w.Name, Revision: w.Revision, Head: headOf(w.Head), Files: m.Totals.Files, Bytes: m.Totals.Bytes}, nil
+		}
+		lost := errors.Is(err, store.ErrWorkspaceConflict) || errors.Is(err, store.ErrWorkspaceExists)
+		if !lost {
+			return WorkspaceReadResult{}, err
+		}
+		// Another writer moved (or created) the workspace since it was read.
+		base := cur.Revision
+		if cur, exists, err = s.currentWorkspace(ctx, files, p.Workspace); err != nil {
+			return WorkspaceReadResult{}, err
+		}
+		if p.ExpectedRevision != nil || attempt == vfs.MaxWriteAttempts {
+			return WorkspaceReadResult{}, revisionConflict(p.Workspace, base, cur.Revision)
 		}
 	}
-	if err != nil {
-		return WorkspaceReadResult{}, err
+}
+
+// currentWorkspace reads a workspace; exists is false when there is none.
+func (s call) currentWorkspace(ctx context.Context, files runtime.Files, name string) (store.Workspace, bool, error) {
+	w, err := files.Workspace(ctx, name)
+	if errors.Is(err, store.ErrWorkspaceNotFound) {
+		return store.Workspace{}, false, nil
 	}
-	return WorkspaceReadResult{Workspace: w.Name, Revision: w.Revision, Head: headOf(w.Head), Files: m.Totals.Files, Bytes: m.Totals.Bytes}, nil
+	return w, err == nil, err
+}
+
+// checkSizes refuses an entry whose size is not its blob's: limits, totals
+// and exports all trust the sizes a manifest declares. A blob the current
+// head already names with that size was checked when it was written; any
+// other is read once.
+func (s call) checkSizes(ctx context.Context, m vfs.Manifest, cur store.Workspace, exists bool) error {
+	sizes := map[content.Digest]int64{}
+	if exists {
+		head, err := s.manifest(ctx, cur.Head)
+		if err != nil {
+			return err
+		}
+		for _, e := range head.Files {
+			sizes[e.Ref.Digest] = e.Size
+		}
+	}
+	for _, e := range m.Files {
+		size, ok := sizes[e.Ref.Digest]
+		if !ok || size != e.Size {
+			data, err := s.host.Blobs().Get(ctx, e.Ref.Digest)
+			if err != nil {
+				return err
+			}
+			size = int64(len(data))
+			sizes[e.Ref.Digest] = size
+		}
+		if size != e.Size {
+			return invalidParams(fmt.Sprintf("files: %s declares size %d, but its ref %s holds %d bytes", e.Path, e.Size, e.Ref.Digest, size))
+		}
+	}
+	return nil
 }
 
 func (s call) createSnapshot(ctx context.Context, p WorkspaceParams) (SnapshotCreateResult, error) {

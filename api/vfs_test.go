@@ -87,8 +87,8 @@ func TestVFS_WorkspaceCreateListReadCommit(t *testing.T) {
 		t.Fatalf("read %+v, want the commit's result %+v", got, committed)
 	}
 
-	// A stale revision is a conflict naming both revisions; so is omitting
-	// it on an existing workspace (it means "create").
+	// A stale revision is a conflict naming both revisions; so is 0 (it
+	// means "create") on an existing workspace.
 	rpcErr := e.wsUnchanged(t, "docs", core.RejectRevisionConflict, func() error {
 		_, err := e.c.CommitWorkspace(bg, api.WorkspaceCommitParams{Workspace: "docs", ExpectedRevision: rev(1), Files: []vfs.Entry{}})
 		return err
@@ -97,7 +97,7 @@ func TestVFS_WorkspaceCreateListReadCommit(t *testing.T) {
 		t.Fatalf("conflict data %+v, want expected 1 and actual 2", d)
 	}
 	rpcErr = e.wsUnchanged(t, "docs", core.RejectRevisionConflict, func() error {
-		_, err := e.c.CommitWorkspace(bg, api.WorkspaceCommitParams{Workspace: "docs", Files: []vfs.Entry{}})
+		_, err := e.c.CommitWorkspace(bg, api.WorkspaceCommitParams{Workspace: "docs", ExpectedRevision: rev(0), Files: []vfs.Entry{}})
 		return err
 	})
 	if d := rpcErr.Data; d.Expected == nil || *d.Expected != 0 || d.Actual == nil || *d.Actual != 2 {
@@ -108,6 +108,11 @@ func TestVFS_WorkspaceCreateListReadCommit(t *testing.T) {
 	emptied, err := e.c.CommitWorkspace(bg, api.WorkspaceCommitParams{Workspace: "docs", ExpectedRevision: rev(2), Files: files[:1]})
 	if err != nil || emptied.Revision != 3 || emptied.Files != 1 {
 		t.Fatalf("commit of one file: %+v, %v", emptied, err)
+	}
+	// Without expectedRevision it lands on the current head, whatever it is.
+	restored, err := e.c.CommitWorkspace(bg, api.WorkspaceCommitParams{Workspace: "docs", Files: files})
+	if err != nil || restored.Revision != 4 || restored.Files != 2 {
+		t.Fatalf("commit without expectedRevision: %+v, %v", restored, err)
 	}
 
 	// Commit creates an absent workspace, but not one it expects to exist.
@@ -122,7 +127,7 @@ func TestVFS_WorkspaceCreateListReadCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(list.Workspaces) != 2 || list.Workspaces[0].Workspace != "docs" || list.Workspaces[0].Revision != 3 ||
+	if len(list.Workspaces) != 2 || list.Workspaces[0].Workspace != "docs" || list.Workspaces[0].Revision != 4 ||
 		list.Workspaces[1].Workspace != "other" || list.Workspaces[0].CreatedAtMs == 0 || list.Workspaces[0].UpdatedAtMs < list.Workspaces[0].CreatedAtMs {
 		t.Fatalf("list %+v", list)
 	}
@@ -384,6 +389,22 @@ func TestVFS_BadParams(t *testing.T) {
 			_, err := e.c.CommitWorkspace(bg, api.WorkspaceCommitParams{Workspace: "w", ExpectedRevision: rev(1), Files: []vfs.Entry{at(deep, 1)}})
 			return err
 		}},
+		{"commit wrong size", api.KindInvalidParams, func() error {
+			_, err := e.c.CommitWorkspace(bg, api.WorkspaceCommitParams{Workspace: "w", ExpectedRevision: rev(1), Files: []vfs.Entry{at("b.txt", 2)}})
+			return err
+		}},
+		{"commit wrong size without expectedRevision", api.KindInvalidParams, func() error {
+			_, err := e.c.CommitWorkspace(bg, api.WorkspaceCommitParams{Workspace: "w", Files: []vfs.Entry{at("a.txt", 1), at("c.txt", 0)}})
+			return err
+		}},
+		{"commit too long a name", api.KindLimitExceeded, func() error {
+			_, err := e.c.CommitWorkspace(bg, api.WorkspaceCommitParams{Workspace: "w", ExpectedRevision: rev(1), Files: []vfs.Entry{at("d/"+strings.Repeat("n", 256), 1)}})
+			return err
+		}},
+		{"write too long a name", api.KindLimitExceeded, func() error {
+			_, err := e.c.WriteFile(bg, api.FileWriteParams{Workspace: "w", Path: strings.Repeat("n", 256) + "/f", Data: []byte("x")})
+			return err
+		}},
 		{"write bad path", api.KindInvalidParams, func() error {
 			_, err := e.c.WriteFile(bg, api.FileWriteParams{Workspace: "w", Path: "../escape", Data: []byte("x")})
 			return err
@@ -421,6 +442,26 @@ func TestVFS_BadParams(t *testing.T) {
 			_, err := e.c.ListFiles(bg, api.FileParams{Workspace: "w", Path: "../up"})
 			return err
 		}},
+		{"list ..", api.KindInvalidParams, func() error {
+			_, err := e.c.ListFiles(bg, api.FileParams{Workspace: "w", Path: ".."})
+			return err
+		}},
+		{"list /..", api.KindInvalidParams, func() error {
+			_, err := e.c.ListFiles(bg, api.FileParams{Workspace: "w", Path: "/.."})
+			return err
+		}},
+		{"list a.txt/..", api.KindInvalidParams, func() error {
+			_, err := e.c.ListFiles(bg, api.FileParams{Workspace: "w", Path: "a.txt/.."})
+			return err
+		}},
+		{"list ./a.txt", api.KindInvalidParams, func() error {
+			_, err := e.c.ListFiles(bg, api.FileParams{Workspace: "w", Path: "./a.txt"})
+			return err
+		}},
+		{"list x//y", api.KindInvalidParams, func() error {
+			_, err := e.c.ListFiles(bg, api.FileParams{Workspace: "w", Path: "x//y"})
+			return err
+		}},
 		{"snapshot read no digest", api.KindInvalidParams, func() error { _, err := e.c.ReadSnapshot(bg, ""); return err }},
 		{"snapshot create bad name", api.KindInvalidParams, func() error { _, err := e.c.CreateSnapshot(bg, ""); return err }},
 	}
@@ -450,4 +491,31 @@ func TestVFS_UnsupportedWithoutWorkspaces(t *testing.T) {
 	wantKind(t, err, api.KindUnsupported)
 	_, err = c.CommitWorkspace(bg, api.WorkspaceCommitParams{Workspace: "w", Files: []vfs.Entry{}})
 	wantKind(t, err, api.KindUnsupported)
+}
+
+// A commit's sizes are checked against the blobs they name: every reader
+// (limits, totals, exports) trusts them.
+func TestVFS_CommitChecksEachSize(t *testing.T) {
+	e := newEnv(t)
+	files := e.upload(t, map[string]string{"a.txt": "abc"})
+	if _, err := e.c.CommitWorkspace(bg, api.WorkspaceCommitParams{Workspace: "w", Files: files}); err != nil {
+		t.Fatal(err)
+	}
+	fresh := e.upload(t, map[string]string{"docs/new.md": "new bytes"})
+	for _, bad := range []vfs.Entry{
+		{Path: "docs/new.md", Ref: fresh[0].Ref, Size: 1},              // a blob the head does not name
+		{Path: "copy.txt", Ref: files[0].Ref, Size: files[0].Size + 1}, // one it names with another size
+	} {
+		rpcErr := e.wsUnchanged(t, "w", api.KindInvalidParams, func() error {
+			_, err := e.c.CommitWorkspace(bg, api.WorkspaceCommitParams{Workspace: "w", Files: append([]vfs.Entry{files[0]}, bad)})
+			return err
+		})
+		if !strings.Contains(rpcErr.Message, bad.Path) || !strings.Contains(rpcErr.Message, "size") {
+			t.Fatalf("the error does not name %s and its size: %s", bad.Path, rpcErr.Message)
+		}
+	}
+	ok, err := e.c.CommitWorkspace(bg, api.WorkspaceCommitParams{Workspace: "w", Files: append(files, fresh...)})
+	if err != nil || ok.Bytes != 12 {
+		t.Fatalf("commit with the right sizes: %+v, %v", ok, err)
+	}
 }

@@ -83,8 +83,9 @@ type WorkspaceReadResult struct {
 }
 
 // WorkspaceCommitParams replace a workspace's whole tree with Files, whose
-// blobs must already be stored. ExpectedRevision absent or 0 creates the
-// workspace; an existing one needs its current revision.
+// blobs must already be stored and whose sizes must be their blobs'.
+// ExpectedRevision 0 only creates the workspace; another value only replaces
+// that revision; absent replaces whatever the head is then (or creates).
 type WorkspaceCommitParams struct {
 	Workspace        string      `json:"workspace"`
 	ExpectedRevision *int64      `json:"expectedRevision,omitempty"`

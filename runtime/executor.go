@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"unicode/utf8"
 
@@ -26,6 +27,16 @@ type Executor struct {
 	// Transcriber transcribes audio input; nil means a run with audio
 	// fails with a transcription failure.
 	Transcriber Transcriber
+	// Logger records failures the model only sees as a constant result
+	// (a tool that failed at the runtime boundary); nil means slog.Default().
+	Logger *slog.Logger
+}
+
+func (x *Executor) logger() *slog.Logger {
+	if x.Logger == nil {
+		return slog.Default()
+	}
+	return x.Logger
 }
 
 // ErrFingerprintMismatch means the context handed to a generation is not the
@@ -152,6 +163,11 @@ func (x *Executor) InvokeTool(ctx context.Context, sess ToolSession, runID strin
 		return res, ctx.Err()
 	}
 	if err != nil {
+		// The model and the event log only get the constant "tool failed":
+		// this line is the one place the cause is kept. Tool errors name
+		// paths and stores, never the call's arguments or credentials.
+		x.logger().Error("tool call failed; the model sees the constant tool_failed result", "session", sess.ID, "run", runID, "turn", turn,
+			"call", call.CallID, "tool", call.Name, "err", err)
 		res.Status, res.Result = core.CallFailed, constantEntry(core.ToolFailedRef, core.ToolFailedBytes)
 		return res, nil
 	}

@@ -99,6 +99,9 @@ func (b *Builder) check(p string, size int64) error {
 	if err := b.limits.checkPath(p); err != nil {
 		return err
 	}
+	if err := checkSegments(p); err != nil {
+		return err
+	}
 	if _, dup := b.paths[p]; dup {
 		return &OrderError{Prev: p, Path: p, Duplicate: true}
 	}

@@ -50,13 +50,17 @@ func WithoutFile(m Manifest, p string) (Manifest, error) {
 
 // Edit stores data as the new content of p and returns the new manifest and
 // the new entry. An existing file keeps its media type; a new one gets
-// MediaTypeFor. Limits are checked before the bytes are stored.
+// MediaTypeFor. Limits (and MaxSegmentBytes) are checked before the bytes
+// are stored.
 func Edit(ctx context.Context, blobs blob.Store, m Manifest, p string, data []byte, limits Limits) (Manifest, Entry, error) {
 	l := limits.effective()
 	if err := ValidPath(p); err != nil {
 		return Manifest{}, Entry{}, err
 	}
 	if err := l.checkPath(p); err != nil {
+		return Manifest{}, Entry{}, err
+	}
+	if err := checkSegments(p); err != nil {
 		return Manifest{}, Entry{}, err
 	}
 	if err := l.checkFile(p, int64(len(data))); err != nil {

@@ -90,7 +90,7 @@ func (e *EntryError) Unwrap() error { return ErrInvalidManifest }
 // LimitError names the limit exceeded, its maximum, the value that exceeded it
 // and, where one is to blame, the offending path.
 type LimitError struct {
-	Limit string // "files", "depth", "path bytes", "file bytes", "total bytes"
+	Limit string // "files", "depth", "path bytes", "segment bytes", "file bytes", "total bytes"
 	Max   int64
 	Got   int64
 	Path  string
@@ -110,13 +110,13 @@ type NotFoundError struct{ Path string }
 func (e *NotFoundError) Error() string { return fmt.Sprintf("vfs: %q not found", e.Path) }
 func (e *NotFoundError) Unwrap() error { return ErrNotFound }
 
-// UnsupportedFileError names a file ImportDir will not import (a symlink,
-// device, socket or pipe).
+// UnsupportedFileError names a file ImportDir will not import (a device,
+// socket or pipe).
 type UnsupportedFileError struct {
 	Path string
 	Kind string
 }
 
 func (e *UnsupportedFileError) Error() string {
-	return fmt.Sprintf("vfs import: %q is a %s; only regular files and directories are imported", e.Path, e.Kind)
+	return fmt.Sprintf("vfs import: %q is a %s; only regular files, directories and symlinks to files are imported", e.Path, e.Kind)
 }

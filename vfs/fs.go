@@ -15,7 +15,8 @@ import (
 
 // Mount places one workspace (resolved to its current head at each operation)
 // or one pinned snapshot (read-only) at an absolute mount path like "/work".
-// Exactly one of Workspace and Snapshot is set.
+// A mount at "/" makes that tree the whole session file system (it is then
+// the only mount). Exactly one of Workspace and Snapshot is set.
 type Mount struct {
 	Path      string
 	Workspace string
@@ -102,8 +103,8 @@ func joinAbs(dir, name string) string {
 // a plain struct; a handful of mounts makes that cheap.
 func (fs *FS) checkMounts() error {
 	for i, m := range fs.Mounts {
-		if c, err := cleanAbs(m.Path); err != nil || c != m.Path || m.Path == "/" {
-			return &MountError{Path: m.Path, Reason: "not an absolute clean path below /"}
+		if c, err := cleanAbs(m.Path); err != nil || c != m.Path {
+			return &MountError{Path: m.Path, Reason: "not an absolute clean path"}
 		}
 		if (m.Workspace == "") == m.Snapshot.IsZero() {
 			return &MountError{Path: m.Path, Reason: "must name exactly one of a workspace and a snapshot"}
@@ -144,7 +145,7 @@ func (fs *FS) locate(p string) (place, error) {
 			return place{abs: abs, mount: m}, nil
 		case under(abs, m.Path):
 			// cleanAbs already made the remainder a valid manifest path.
-			return place{abs: abs, mount: m, rel: abs[len(m.Path)+1:]}, nil
+			return place{abs: abs, mount: m, rel: strings.TrimPrefix(abs[len(m.Path):], "/")}, nil
 		case under(m.Path, abs):
 			above = true
 		}
@@ -287,7 +288,7 @@ func (fs *FS) Walk(ctx context.Context, p string) ([]FileInfo, error) {
 		}
 		for _, e := range man.Files {
 			if pl.rel == "" || e.Path == pl.rel || hasDirPrefix(e.Path, pl.rel) {
-				out = append(out, FileInfo{Path: m.Path + "/" + e.Path, Name: path.Base(e.Path), Entry: e})
+				out = append(out, FileInfo{Path: joinAbs(m.Path, e.Path), Name: path.Base(e.Path), Entry: e})
 			}
 		}
 	}

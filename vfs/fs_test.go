@@ -210,7 +210,7 @@ func TestFSBadMountsAreConfigErrors(t *testing.T) {
 		{{Path: "/a", Workspace: "w", Snapshot: f.snap}},
 		{{Path: "/a"}},
 		{{Path: "a", Workspace: "w"}},
-		{{Path: "/", Workspace: "w"}},
+		{{Path: "/", Workspace: "w"}, {Path: "/refs", Snapshot: f.snap}},
 	} {
 		bad := &FS{Blobs: f.Blobs, Edges: f.Edges, Heads: f.heads, Mounts: mounts}
 		var me *MountError
@@ -540,5 +540,56 @@ func TestFSGlobAcrossMounts(t *testing.T) {
 		if _, err := f.Glob(ctx, pat); !errors.As(err, &pe) {
 			t.Errorf("Glob(%s) = %v", pat, err)
 		}
+	}
+}
+
+// A mount at "/" makes the workspace the whole session tree: every
+// operation works on it with the same absolute paths as any other mount.
+func TestFSRootMount(t *testing.T) {
+	ctx := context.Background()
+	f := newTestFS(t)
+	f.Mounts = []Mount{{Path: "/", Workspace: "w"}}
+	if got := f.read(t, "/docs/guide.md"); got != "Guide\n" {
+		t.Fatalf("read %q", got)
+	}
+	r, err := f.WriteFile(ctx, "/new/file.txt", []byte("hi"))
+	if err != nil || r.Path != "/new/file.txt" || r.Entry.Path != "new/file.txt" {
+		t.Fatalf("write: %+v %v", r, err)
+	}
+	if _, err := f.EditFile(ctx, "/new/file.txt", "hi", "hello"); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.read(t, "/new/file.txt"); got != "hello" {
+		t.Fatalf("read after edit %q", got)
+	}
+	kids, err := f.List(ctx, "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, k := range kids {
+		names = append(names, k.Path)
+	}
+	if got := strings.Join(names, " "); got != "/.cairn /README.md /a /a.txt /docs /new /same-as-notes /src" {
+		t.Fatalf("List(/) = %q", got)
+	}
+	walked, err := f.Walk(ctx, "/docs")
+	if err != nil || len(walked) != 3 || walked[0].Path != "/docs/api/v1.json" {
+		t.Fatalf("Walk(/docs) = %+v, %v", walked, err)
+	}
+	globbed, err := f.Glob(ctx, "/**/notes.txt")
+	if err != nil || strings.Join(globbed, " ") != "/docs/notes.txt /same-as-notes/notes.txt" {
+		t.Fatalf("Glob = %q, %v", globbed, err)
+	}
+	var wk *WrongKindError
+	if _, err := f.WriteFile(ctx, "/a.txt/x", []byte("x")); !errors.As(err, &wk) || wk.Path != "/a.txt" {
+		t.Fatalf("write under a file: %v", err)
+	}
+	if _, err := f.WriteFile(ctx, "/", []byte("x")); !errors.As(err, &wk) || !wk.IsDir {
+		t.Fatalf("write to the root: %v", err)
+	}
+	res, err := CallTool(ctx, f.FS, "vfs_read_file", []byte(`{"path":"/README.md"}`))
+	if err != nil || res.IsError || res.Text != "# Sample\n" {
+		t.Fatalf("vfs_read_file on a root mount: %+v, %v", res, err)
 	}
 }

@@ -131,12 +131,12 @@ func (fs *FS) update(ctx context.Context, p string, change func(attempt int, abs
 // both too, but with manifest-relative paths the model never sees.
 func checkFileSlot(m Manifest, mountPath, rel string) error {
 	if isDir(m, rel) {
-		return &WrongKindError{Path: mountPath + "/" + rel, IsDir: true}
+		return &WrongKindError{Path: joinAbs(mountPath, rel), IsDir: true}
 	}
 	for i := range len(rel) {
 		if rel[i] == '/' {
 			if _, ok := Lookup(m, rel[:i]); ok {
-				return &WrongKindError{Path: mountPath + "/" + rel[:i]}
+				return &WrongKindError{Path: joinAbs(mountPath, rel[:i])}
 			}
 		}
 	}

@@ -1,5 +1,7 @@
 package vfs
 
+import "strings"
+
 // Limits bound a snapshot. A zero field means the default. The defaults are
 // also the ceiling every stored manifest obeys: WriteManifest and ReadManifest
 // enforce DefaultLimits, so tighter limits may be applied when building, and
@@ -48,6 +50,22 @@ func (l Limits) effective() Limits {
 		MaxFileBytes:  pick(l.MaxFileBytes, d.MaxFileBytes),
 		MaxTotalBytes: pick(l.MaxTotalBytes, d.MaxTotalBytes),
 	}
+}
+
+// MaxSegmentBytes bounds one segment (a file or directory name) of a path
+// written: the name limit of common file systems (ext4, APFS, NTFS), so any
+// tree written can also be exported. Stored manifests are read without it,
+// so a tree written before the rule stays readable (and fixable).
+const MaxSegmentBytes = 255
+
+// checkSegments refuses a path with a segment over MaxSegmentBytes.
+func checkSegments(p string) error {
+	for seg := range strings.SplitSeq(p, "/") {
+		if len(seg) > MaxSegmentBytes {
+			return &LimitError{Limit: "segment bytes", Max: MaxSegmentBytes, Got: int64(len(seg)), Path: p}
+		}
+	}
+	return nil
 }
 
 // checkPath checks the per-path limits (depth, path bytes).

@@ -49,7 +49,9 @@ type wire struct {
 }
 
 // NewManifest sorts entries by path, computes totals and validates the result
-// against limits. entries is not modified.
+// against limits. It builds a tree to write, so it also refuses a segment
+// over MaxSegmentBytes, which Validate (used on stored manifests) does not.
+// entries is not modified.
 func NewManifest(entries []Entry, limits Limits) (Manifest, error) {
 	files := slices.Clone(entries)
 	slices.SortFunc(files, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
@@ -59,6 +61,11 @@ func NewManifest(entries []Entry, limits Limits) (Manifest, error) {
 	m := Manifest{Files: files, Totals: computeTotals(files)}
 	if err := m.Validate(limits); err != nil {
 		return Manifest{}, err
+	}
+	for _, e := range files {
+		if err := checkSegments(e.Path); err != nil {
+			return Manifest{}, err
+		}
 	}
 	return m, nil
 }

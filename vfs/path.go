@@ -54,12 +54,27 @@ func CleanPath(p string) (string, error) {
 	return c, ValidPath(c)
 }
 
-// cleanDir is CleanPath for a directory argument, where "", "." and "/" mean the root ("").
+// cleanDir checks a directory argument: "", "." and "/" mean the root
+// (""); anything else must be a clean manifest path, with an optional
+// leading and trailing "/". It does not clean: a path that cleaning would
+// change ("a//b", "./a", "a/..") names nothing, and ".." would climb out.
 func cleanDir(dir string) (string, error) {
-	if c := path.Clean("/" + dir); c == "/" {
+	switch dir {
+	case "", ".", "/":
 		return "", nil
 	}
-	return CleanPath(dir)
+	d := strings.TrimPrefix(dir, "/")
+	if len(d) > 1 {
+		d = strings.TrimSuffix(d, "/")
+	}
+	if err := ValidPath(d); err != nil {
+		reason := err.Error()
+		if pe, ok := err.(*PathError); ok {
+			reason = pe.Reason
+		}
+		return "", &PathError{Path: dir, Reason: reason + "; name a clean path inside the tree"}
+	}
+	return d, nil
 }
 
 func depth(p string) int { return strings.Count(p, "/") + 1 }

@@ -24,7 +24,8 @@ type DirEntry struct {
 }
 
 // List returns the immediate children (files and subdirectories) of dir,
-// sorted by name. dir is cleaned with CleanPath; "", "." and "/" name the root.
+// sorted by name. "", "." and "/" name the root; any other dir must be
+// clean (leading and trailing "/" allowed), else a *PathError.
 // A dir that is a file or holds nothing is a *NotFoundError (the root of an
 // empty manifest lists as empty).
 func List(m Manifest, dir string) ([]DirEntry, error) {

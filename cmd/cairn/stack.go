@@ -78,6 +78,7 @@ func startHost(ctx context.Context, log store.SessionLog, blobs blob.Store, file
 		Tools:       tools,
 		Files:       files,
 		Transcriber: transcribe.New(o.resolver, &http.Client{Transport: o.transport}),
+		Logger:      o.logger,
 	}
 	cps, _ := log.(store.Checkpoints) // nil for a log without checkpoints
 	host := local.New(local.Options{Log: log, Blobs: blobs, Executor: exec, Logger: o.logger, Checkpoints: cps,

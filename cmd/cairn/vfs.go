@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"text/tabwriter"
@@ -30,17 +29,29 @@ func vfsCommand() *cobra.Command {
 
 func vfsImportCommand() *cobra.Command {
 	var cf clientFlags
-	var workspace string
+	var workspace, ignoreFile string
 	cmd := &cobra.Command{
 		Use:   "import DIR --workspace NAME",
 		Short: "Make a workspace's tree DIR's files (creating it if absent), uploading only what the server lacks",
-		Args:  cobra.ExactArgs(1),
+		Long: "Make a workspace's tree DIR's files (creating it if absent), uploading only what the server lacks.\n" +
+			"Git metadata (.git) is never imported. A symlink to a file inside DIR is imported as that file's bytes;\n" +
+			"other symlinks (outside DIR, to a directory, dangling) are skipped. Every skipped path is reported.",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return importDir(cmd.Context(), cmd.OutOrStdout(), cf.client(), args[0], workspace)
+			opt := vfs.ImportOptions{}
+			if ignoreFile != "" {
+				data, err := os.ReadFile(ignoreFile)
+				if err != nil {
+					return fmt.Errorf("--ignore-file: %w", err)
+				}
+				opt.Ignore = vfs.ParseIgnore(data)
+			}
+			return importDir(cmd.Context(), cmd.OutOrStdout(), cf.client(), args[0], workspace, opt)
 		},
 	}
 	cf.register(cmd)
 	cmd.Flags().StringVar(&workspace, "workspace", "", "workspace to commit DIR into")
+	cmd.Flags().StringVar(&ignoreFile, "ignore-file", "", "leave out the paths this file's patterns match (gitignore syntax, relative to DIR), e.g. DIR/.gitignore")
 	_ = cmd.MarkFlagRequired("workspace")
 	return cmd
 }
@@ -67,11 +78,12 @@ func (noEdges) PutEdges(context.Context, content.Digest, []content.Digest) error
 
 // importDir commits dir's tree to workspace on the revision it read, so a
 // concurrent change on the server is a conflict, never overwritten.
-func importDir(ctx context.Context, out io.Writer, c *api.Client, dir, workspace string) error {
-	m, local, err := vfs.ImportDir(ctx, hashOnly{}, noEdges{}, dir, vfs.Limits{})
+func importDir(ctx context.Context, out io.Writer, c *api.Client, dir, workspace string, opt vfs.ImportOptions) error {
+	m, local, skipped, err := vfs.ImportDir(ctx, hashOnly{}, noEdges{}, dir, opt)
 	if err != nil {
 		return err
 	}
+	reportSkipped(out, skipped)
 	var expected *int64
 	cur, err := c.ReadWorkspace(ctx, workspace)
 	switch {
@@ -100,6 +112,8 @@ func importDir(ctx context.Context, out io.Writer, c *api.Client, dir, workspace
 			continue
 		}
 		delete(missing, e.Ref.Digest) // a file's twin reuses its upload
+		// A symlinked entry reads its target again; the digest check below
+		// refuses bytes other than those imported, wherever it points now.
 		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(e.Path)))
 		if err != nil {
 			return err
@@ -126,6 +140,22 @@ func importDir(ctx context.Context, out io.Writer, c *api.Client, dir, workspace
 	return nil
 }
 
+// reportSkipped names every path the import left out, except ignored ones,
+// which it counts (the user listed them).
+func reportSkipped(out io.Writer, skipped []vfs.Skipped) {
+	ignored := 0
+	for _, s := range skipped {
+		if s.Reason == vfs.SkipIgnored {
+			ignored++
+			continue
+		}
+		fmt.Fprintf(out, "skipped %s: %s\n", s.Path, s.Reason)
+	}
+	if ignored > 0 {
+		fmt.Fprintf(out, "skipped %d paths matched by --ignore-file\n", ignored)
+	}
+}
+
 func isKind(err error, kind string) bool {
 	var rpcErr *api.Error
 	return errors.As(err, &rpcErr) && rpcErr.Kind() == kind
@@ -148,34 +178,55 @@ func vfsExportCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "export (--workspace NAME | --snapshot DIGEST) DIR",
 		Short: "Write every file of a workspace or snapshot under DIR",
-		Args:  cobra.ExactArgs(1),
+		Long: "Write every file of a workspace or snapshot under DIR, all or nothing: on any failure DIR is left as it was.\n" +
+			"Paths under .git are never written (they are reported). A symlink in DIR is never followed nor replaced:\n" +
+			"a tree path through or onto one is refused before anything is written.",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return exportTree(cmd.Context(), cmd.OutOrStdout(), cf.client(), tf, args[0], force)
 		},
 	}
 	cf.register(cmd)
 	tf.register(cmd)
-	cmd.Flags().BoolVar(&force, "force", false, "write into a non-empty DIR, replacing files of the same paths")
+	cmd.Flags().BoolVar(&force, "force", false, "write into a non-empty DIR, replacing regular files of the same paths (others stay)")
 	return cmd
 }
 
 func exportTree(ctx context.Context, out io.Writer, c *api.Client, tf treeFlags, dir string, force bool) error {
-	if !force {
-		if err := requireEmpty(dir); err != nil {
-			return err
-		}
-	}
 	entries, err := listTree(ctx, c, tf)
 	if err != nil {
 		return err
 	}
-	// Re-check every path before joining it to dir: a server must not make
-	// this write outside it.
+	// Re-check every path (and the 255-byte name rule) before anything is
+	// written: a server must not make this write outside dir, nor fail
+	// halfway on a name the file system refuses.
 	m, err := vfs.NewManifest(entries, vfs.Limits{})
 	if err != nil {
-		return fmt.Errorf("the server sent an invalid tree: %w", err)
+		return fmt.Errorf("the tree cannot be exported: %w", err)
 	}
+	var files []vfs.Entry
+	var paths, gitTops []string
+	var bytes int64
 	for _, e := range m.Files {
+		if vfs.IsGitPath(e.Path) {
+			if t := gitTop(e.Path); len(gitTops) == 0 || gitTops[len(gitTops)-1] != t {
+				gitTops = append(gitTops, t)
+			}
+			continue
+		}
+		files = append(files, e)
+		paths = append(paths, e.Path)
+		bytes += e.Size
+	}
+	x, err := openExport(dir, force)
+	if err != nil {
+		return err
+	}
+	defer x.abort()
+	if err := x.plan(paths); err != nil {
+		return err
+	}
+	for _, e := range files {
 		data, err := c.Get(ctx, e.Ref.Digest)
 		if err != nil {
 			return fmt.Errorf("reading %s: %w", e.Path, err)
@@ -183,29 +234,17 @@ func exportTree(ctx context.Context, out io.Writer, c *api.Client, tf treeFlags,
 		if content.Sum(data) != e.Ref.Digest || int64(len(data)) != e.Size {
 			return fmt.Errorf("the server sent bytes for %s that do not match its entry", e.Path)
 		}
-		full := filepath.Join(dir, filepath.FromSlash(e.Path))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(full, data, 0o644); err != nil {
-			return err
+		if err := x.write(e.Path, data); err != nil {
+			return fmt.Errorf("writing %s: %w", e.Path, err)
 		}
 	}
-	fmt.Fprintf(out, "exported %d files (%d bytes) to %s\n", m.Totals.Files, m.Totals.Bytes, dir)
-	return nil
-}
-
-func requireEmpty(dir string) error {
-	ents, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
+	if err := x.install(paths); err != nil {
 		return err
 	}
-	if len(ents) > 0 {
-		return fmt.Errorf("%s is not empty; use --force to write into it", dir)
+	for _, t := range gitTops {
+		fmt.Fprintf(out, "skipped %s: git metadata is never exported\n", t)
 	}
+	fmt.Fprintf(out, "exported %d files (%d bytes) to %s\n", len(files), bytes, dir)
 	return nil
 }
 

@@ -187,20 +187,37 @@ func TestVFSImportExportRoundTrip(t *testing.T) {
 	}
 }
 
-// An import refuses a tree it cannot reproduce and then creates nothing.
-func TestVFSImportRefusesSymlinks(t *testing.T) {
+// An import leaves out git metadata and what --ignore-file matches,
+// imports a symlink to a file inside the tree as that file, skips one
+// pointing outside, and says so for each.
+func TestVFSImportSkipsGitIgnoredAndOutsideLinks(t *testing.T) {
 	s := startVFSServer(t)
+	outside := t.TempDir()
+	writeFiles(t, outside, map[string]string{"id_rsa": "PRIVATE KEY"})
 	src := t.TempDir()
-	writeFiles(t, src, map[string]string{"a.txt": "a"})
-	if err := os.Symlink("a.txt", filepath.Join(src, "link")); err != nil {
-		t.Fatal("creating a symlink (every supported OS has them):", err)
+	writeFiles(t, src, map[string]string{
+		"a.txt": "a", ".git/config": "[core]\n\tfsmonitor = touch /tmp/pwned\n", ".gitignore": "*.log\n",
+		"debug.log": "noise", "logs/x.log": "more noise",
+	})
+	for target, link := range map[string]string{"a.txt": "inside.txt", filepath.Join(outside, "id_rsa"): "key"} {
+		if err := os.Symlink(target, filepath.Join(src, link)); err != nil {
+			t.Fatal("creating a symlink (every supported OS has them):", err)
+		}
 	}
-	if _, err := s.cairn(t, "vfs", "import", src, "--workspace", "w"); err == nil || !strings.Contains(err.Error(), "symlink") {
-		t.Fatalf("import of a tree with a symlink: %v", err)
+	out := s.mustCairn(t, "vfs", "import", src, "--workspace", "w", "--ignore-file", filepath.Join(src, ".gitignore"))
+	for _, line := range []string{"skipped .git: git metadata", "skipped key: symlink pointing outside the tree",
+		"skipped 2 paths matched by --ignore-file", "workspace w revision 1: 3 files, 8 bytes"} {
+		if !strings.Contains(out, line+"\n") {
+			t.Errorf("import output lacks %q:\n%s", line, out)
+		}
 	}
-	c := api.NewClient(s.url, nil)
-	if _, err := c.ReadWorkspace(context.Background(), "w"); !isKind(err, api.KindNotFound) {
-		t.Fatalf("a refused import created the workspace: %v", err)
+	dst := t.TempDir()
+	s.mustCairn(t, "vfs", "export", "--workspace", "w", dst)
+	if got, want := readTree(t, dst), map[string]string{"a.txt": "a", "inside.txt": "a", ".gitignore": "*.log\n"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("imported tree %q, want %q", got, want)
+	}
+	if _, err := s.cairn(t, "vfs", "import", src, "--workspace", "w", "--ignore-file", filepath.Join(src, "absent")); err == nil || !strings.Contains(err.Error(), "--ignore-file") {
+		t.Fatalf("a missing ignore file: %v", err)
 	}
 }
 

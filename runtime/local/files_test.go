@@ -180,6 +180,35 @@ func TestSpec_VFSToolsWorkOnTheLinkedWorkspaceHead(t *testing.T) {
 	}
 }
 
+// A link mounted at "/" makes the workspace the whole session tree: the
+// tools work on it (they failed at the runtime boundary before).
+func TestSpec_VFSToolsWorkOnALinkMountedAtRoot(t *testing.T) {
+	adapter := &scriptAdapter{fn: func(ctx context.Context, n int, blobs blob.Store, req provider.Request) (provider.Output, error) {
+		switch n {
+		case 0:
+			return callWith(ctx, blobs, "c1", "vfs_read_file", map[string]any{"path": "/CHANGELOG.md"})
+		case 1:
+			return callWith(ctx, blobs, "c2", "vfs_write_file", map[string]string{"path": "/docs/NOTES.md", "content": "notes\n"})
+		case 2:
+			return callWith(ctx, blobs, "c3", "vfs_list_dir", map[string]string{"path": "/"})
+		}
+		return answer(ctx, blobs, "done")
+	}}
+	e := newFilesEnv(t, adapter)
+	e.workspace("acorn", map[string]string{"CHANGELOG.md": "Acorn 2.0\n"})
+	e.createLinked("s1", core.Link{Mount: "/", Workspace: "acorn"})
+	run := e.waitRun("s1", e.startRun("s1", "take notes"))
+	if run.Status != core.StatusCompleted {
+		t.Fatalf("run %s: %+v", run.Status, run.Error)
+	}
+	if outs := e.toolOutputs("s1"); len(outs) != 3 || outs[0] != "Acorn 2.0\n" || !strings.Contains(outs[2], "docs/") {
+		t.Fatalf("tool outputs %q", outs)
+	}
+	if got := e.readFile("acorn", "docs/NOTES.md"); got != "notes\n" {
+		t.Fatalf("docs/NOTES.md in the workspace is %q", got)
+	}
+}
+
 // instructionsOf returns the text of the derived instructions of a request.
 func instructionsOf(t *testing.T, blobs blob.Store, req provider.Request) string {
 	t.Helper()

@@ -258,7 +258,8 @@ func (a *Activities) InvokeTool(ctx context.Context, in ToolIn) (*core.ToolResul
 	}
 	stop := heartbeat(ctx)
 	defer stop()
-	x := &runtime.Executor{Blobs: st, Adapters: a.Adapters, Tools: a.Tools, Files: st}
+	x := &runtime.Executor{Blobs: st, Adapters: a.Adapters, Tools: a.Tools, Files: st,
+		Logger: slog.Default().With("universe", in.Universe)}
 	res, err := x.InvokeTool(ctx, runtime.ToolSession{ID: in.SessionID, Links: in.Links}, in.RunID, in.Turn, in.Call)
 	if err != nil {
 		return nil, err
