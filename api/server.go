@@ -57,6 +57,8 @@ type Hosts interface {
 	HostFor(ctx context.Context, bearer string) (Host, error)
 }
 
+var nullID = json.RawMessage("null")
+
 // ErrUnauthorized marks a missing or unknown API key.
 var ErrUnauthorized = errors.New("unauthorized")
 
@@ -76,6 +78,7 @@ type Server struct {
 	log          *slog.Logger
 	grace        time.Duration // the collector's, for blobs/holders
 	methods      map[string]method
+	guard        guard
 }
 
 type method func(c call, ctx context.Context, params json.RawMessage) (any, error)
@@ -94,6 +97,13 @@ type ServerOptions struct {
 	// (cairn serve --gc-grace), the default of blobs/holders' eligibility;
 	// 0 means retention.DefaultGrace.
 	RetentionGrace time.Duration
+	// AllowedHosts are the host names (or IPs) a request's Host header may
+	// name besides localhost and loopback IPs, on any port: the listen
+	// address and the names the server is reached by.
+	AllowedHosts []string
+	// AllowedOrigins are the origins (scheme://host[:port]) besides the
+	// server's own whose browser requests are served.
+	AllowedOrigins []string
 }
 
 // NewServer returns a server for one host, without authentication.
@@ -112,19 +122,32 @@ func NewServerFor(hosts Hosts, opt ServerOptions) *Server {
 	if opt.RetentionGrace <= 0 {
 		opt.RetentionGrace = retention.DefaultGrace
 	}
-	s := &Server{hosts: hosts, apiKinds: opt.APIKinds, validate: opt.ValidateParams, maxBodyBytes: opt.MaxBodyBytes, log: opt.Logger, grace: opt.RetentionGrace}
+	s := &Server{hosts: hosts, apiKinds: opt.APIKinds, validate: opt.ValidateParams, maxBodyBytes: opt.MaxBodyBytes, log: opt.Logger, grace: opt.RetentionGrace,
+		guard: newGuard(opt.AllowedHosts, opt.AllowedOrigins)}
 	s.methods = routes()
 	return s
 }
 
-// Handler returns the HTTP handler: POST /rpc.
+// Handler returns the HTTP handler: POST /rpc, behind Protect.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /rpc", s.serveRPC)
-	return mux
+	return s.Protect(mux)
 }
 
+// Protect refuses requests to h whose Host is not this server's or whose
+// Origin is foreign (see guard); wrap every route served beside the API
+// with it.
+func (s *Server) Protect(h http.Handler) http.Handler { return s.guard.wrap(h) }
+
 func (s *Server) serveRPC(w http.ResponseWriter, r *http.Request) {
+	// Only a JSON body: a form or text/plain POST is what a page of another
+	// origin can send without the browser asking the server first.
+	if !isJSON(r.Header.Get("Content-Type")) {
+		writeRefusal(w, http.StatusUnsupportedMediaType, KindUnsupportedMediaType,
+			"send the request with Content-Type: application/json")
+		return
+	}
 	host, err := s.hosts.HostFor(r.Context(), bearerToken(r))
 	if err != nil {
 		status, rpcErr := http.StatusUnauthorized, newError(CodeDomain, KindUnauthorized, "a valid API key is required: send Authorization: Bearer KEY")

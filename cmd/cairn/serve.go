@@ -32,6 +32,7 @@ type serveOptions struct {
 	gc                          gcFlags       // the background blob collector
 	maxIdleSessions             int           // local hosts: idle sessions kept in memory
 	idleSessionTTL              time.Duration // local hosts: idle sessions unused longer are dropped
+	allowHosts, allowOrigins    []string      // beyond the listen address, localhost and the server's own origin
 }
 
 func serveCommand() *cobra.Command {
@@ -58,6 +59,8 @@ func serveCommand() *cobra.Command {
 	f.DurationVar(&o.heartbeatTimeout, "heartbeat-timeout", 0, "Temporal mode, advanced: how long a dead worker holds a session's model call, tool call or log append before another worker retries it; applies to session workflows started from now on (default 30s; env CAIRN_HEARTBEAT_TIMEOUT)")
 	f.IntVar(&o.maxIdleSessions, "max-idle-sessions", local.DefaultMaxIdleSessions, "sessions driven in this process: keep at most this many idle ones in memory, least recently used go first (0: the default; negative: no bound)")
 	f.DurationVar(&o.idleSessionTTL, "idle-session-ttl", local.DefaultIdleTTL, "sessions driven in this process: drop idle ones unused for this long from memory; they reload from their checkpoint (0: the default; negative: never)")
+	f.StringArrayVar(&o.allowHosts, "allow-host", nil, "a host name the server answers for besides the listen address, localhost and loopback IPs (a reverse proxy's, a LAN name); repeatable")
+	f.StringArrayVar(&o.allowOrigins, "allow-origin", nil, "an origin (scheme://host[:port]) whose web pages may call the API besides the server's own; repeatable")
 	s3Flags(cmd, &o)
 	o.gc.register(cmd)
 	return cmd
@@ -118,8 +121,10 @@ func serve(ctx context.Context, cmd *cobra.Command, o serveOptions) error {
 	if o.postgres == "" && !isLoopback(ln.Addr()) {
 		logger.Warn("the embedded mode has no API keys: anyone who can reach this address can use every session", "listen", ln.Addr().String())
 	}
+	rpc := api.NewServerFor(hosts, api.ServerOptions{APIKinds: apiKinds, ValidateParams: validateParams, Logger: logger, RetentionGrace: o.gc.grace,
+		AllowedHosts: append(listenHosts(o.listen, ln.Addr()), o.allowHosts...), AllowedOrigins: o.allowOrigins})
 	srv := &http.Server{
-		Handler:           web.WithAPI(api.NewServerFor(hosts, api.ServerOptions{APIKinds: apiKinds, ValidateParams: validateParams, Logger: logger, RetentionGrace: o.gc.grace}).Handler()),
+		Handler:           rpc.Protect(web.WithAPI(rpc.Handler())),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	logger.Info("cairn serving", "rpc", "http://"+ln.Addr().String()+"/rpc")
@@ -207,6 +212,32 @@ func heartbeatTimeoutFromEnv(cmd *cobra.Command, o *serveOptions) error {
 		return fmt.Errorf("--heartbeat-timeout %s: use at least 2s (activities heartbeat about once a second)", o.heartbeatTimeout)
 	}
 	return nil
+}
+
+// listenHosts are the names a request may give in Host for the listen
+// address: the name or IP it was given as and, on an unspecified address
+// (0.0.0.0, ::), every address of the machine's interfaces.
+func listenHosts(listen string, addr net.Addr) []string {
+	var out []string
+	if host, _, err := net.SplitHostPort(listen); err == nil && host != "" {
+		if ip := net.ParseIP(host); ip == nil || !ip.IsUnspecified() {
+			out = append(out, host)
+		}
+	}
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok {
+		return out
+	}
+	if !tcp.IP.IsUnspecified() {
+		return append(out, tcp.IP.String())
+	}
+	addrs, _ := net.InterfaceAddrs() // none known: only the names given serve
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok {
+			out = append(out, ipn.IP.String())
+		}
+	}
+	return out
 }
 
 func isLoopback(addr net.Addr) bool {
