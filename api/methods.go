@@ -451,12 +451,33 @@ func (s call) putBlob(ctx context.Context, p BlobPutParams) (BlobPutResult, erro
 	return BlobPutResult{Ref: ref}, err
 }
 
+// readBlob answers a blob's bytes from offset, at most length of them (all
+// to the end without length). An offset past the end is refused; at the
+// end it reads nothing.
 func (s call) readBlob(ctx context.Context, p BlobReadParams) (BlobReadResult, error) {
 	if p.Ref.IsZero() {
 		return BlobReadResult{}, invalidParams("ref is required")
 	}
+	if p.Offset < 0 || (p.Length != nil && *p.Length < 0) {
+		return BlobReadResult{}, invalidParams("offset and length must not be negative")
+	}
 	data, err := s.host.Blobs().Get(ctx, p.Ref)
-	return BlobReadResult{Data: data}, err
+	if err != nil {
+		return BlobReadResult{}, err
+	}
+	size := int64(len(data))
+	if p.Offset > size {
+		return BlobReadResult{}, invalidParams(fmt.Sprintf("offset %d is past the end of the blob (size %d)", p.Offset, size))
+	}
+	data = data[p.Offset:]
+	if p.Length != nil && *p.Length < int64(len(data)) {
+		data = data[:*p.Length]
+	}
+	// Refused before it is encoded: base64 takes 4 bytes for every 3.
+	if err := budgetOf(ctx).fits(MethodBlobsRead, 4*((int64(len(data))+2)/3)); err != nil {
+		return BlobReadResult{}, err
+	}
+	return BlobReadResult{Data: data, Size: size}, nil
 }
 
 func itoa64(n int64) string { return strconv.FormatInt(n, 10) }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -50,6 +51,13 @@ type CheckpointHost interface {
 // DefaultMaxBodyBytes bounds a request body (blobs/put carries base64 data).
 const DefaultMaxBodyBytes = 16 << 20
 
+// DefaultMaxResponseBytes bounds the results of one HTTP response (a whole
+// batch's together).
+const DefaultMaxResponseBytes = 64 << 20
+
+// MaxBatch is the most calls one batch may hold.
+const MaxBatch = 100
+
 // Hosts selects the host that serves a request, from its bearer token
 // (empty when the request has none). An error wrapping ErrUnauthorized is
 // answered with HTTP 401 before the body is read.
@@ -75,6 +83,7 @@ type Server struct {
 	apiKinds     []string
 	validate     func(apiKind string, params json.RawMessage) error
 	maxBodyBytes int64
+	maxResponse  int64
 	log          *slog.Logger
 	grace        time.Duration // the collector's, for blobs/holders
 	methods      map[string]method
@@ -92,7 +101,10 @@ type ServerOptions struct {
 	// kind; nil accepts none.
 	ValidateParams func(apiKind string, params json.RawMessage) error
 	MaxBodyBytes   int64
-	Logger         *slog.Logger
+	// MaxResponseBytes bounds the results of one response, a batch's
+	// together; 0 means DefaultMaxResponseBytes.
+	MaxResponseBytes int64
+	Logger           *slog.Logger
 	// RetentionGrace is the grace of this deployment's blob collector
 	// (cairn serve --gc-grace), the default of blobs/holders' eligibility;
 	// 0 means retention.DefaultGrace.
@@ -116,13 +128,16 @@ func NewServerFor(hosts Hosts, opt ServerOptions) *Server {
 	if opt.MaxBodyBytes <= 0 {
 		opt.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if opt.MaxResponseBytes <= 0 {
+		opt.MaxResponseBytes = DefaultMaxResponseBytes
+	}
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
 	}
 	if opt.RetentionGrace <= 0 {
 		opt.RetentionGrace = retention.DefaultGrace
 	}
-	s := &Server{hosts: hosts, apiKinds: opt.APIKinds, validate: opt.ValidateParams, maxBodyBytes: opt.MaxBodyBytes, log: opt.Logger, grace: opt.RetentionGrace,
+	s := &Server{hosts: hosts, apiKinds: opt.APIKinds, validate: opt.ValidateParams, maxBodyBytes: opt.MaxBodyBytes, maxResponse: opt.MaxResponseBytes, log: opt.Logger, grace: opt.RetentionGrace,
 		guard: newGuard(opt.AllowedHosts, opt.AllowedOrigins)}
 	s.methods = routes()
 	return s
@@ -156,34 +171,44 @@ func (s *Server) serveRPC(w http.ResponseWriter, r *http.Request) {
 			status, rpcErr = http.StatusInternalServerError, newError(CodeInternal, KindInternal, "internal error")
 		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="cairn"`)
-		writeJSON(w, status, Response{JSONRPC: "2.0", ID: json.RawMessage("null"), Error: rpcErr})
+		writeJSON(w, status, Response{JSONRPC: "2.0", ID: nullID, Error: rpcErr})
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBodyBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			writeJSON(w, http.StatusRequestEntityTooLarge, Response{JSONRPC: "2.0", ID: json.RawMessage("null"),
+			writeJSON(w, http.StatusRequestEntityTooLarge, Response{JSONRPC: "2.0", ID: nullID,
 				Error: newError(CodeInvalidRequest, KindBodyTooLarge, "request body exceeds the limit of "+itoa64(s.maxBodyBytes)+" bytes")})
 			return
 		}
-		writeJSON(w, http.StatusBadRequest, Response{JSONRPC: "2.0", ID: json.RawMessage("null"), Error: newError(CodeParseError, KindParseError, "could not read request body")})
+		writeJSON(w, http.StatusBadRequest, Response{JSONRPC: "2.0", ID: nullID, Error: newError(CodeParseError, KindParseError, "could not read request body")})
 		return
 	}
+	// Every result of this request draws on one budget, so a batch stops
+	// producing large results once the response is full instead of
+	// building them all first.
+	budget := &responseBudget{left: s.maxResponse, limit: s.maxResponse}
+	ctx := context.WithValue(r.Context(), budgetKey{}, budget)
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) > 0 && trimmed[0] == '[' {
 		var batch []json.RawMessage
 		if err := json.Unmarshal(trimmed, &batch); err != nil {
-			writeJSON(w, http.StatusOK, Response{JSONRPC: "2.0", ID: json.RawMessage("null"), Error: newError(CodeParseError, KindParseError, "invalid JSON: "+err.Error())})
+			writeJSON(w, http.StatusOK, Response{JSONRPC: "2.0", ID: nullID, Error: newError(CodeParseError, KindParseError, "invalid JSON: "+err.Error())})
 			return
 		}
 		if len(batch) == 0 {
-			writeJSON(w, http.StatusOK, Response{JSONRPC: "2.0", ID: json.RawMessage("null"), Error: newError(CodeInvalidRequest, KindInvalidRequest, "empty batch")})
+			writeJSON(w, http.StatusOK, Response{JSONRPC: "2.0", ID: nullID, Error: newError(CodeInvalidRequest, KindInvalidRequest, "empty batch")})
 			return
 		}
-		var out []Response
+		if len(batch) > MaxBatch {
+			writeJSON(w, http.StatusOK, Response{JSONRPC: "2.0", ID: nullID, Error: newError(CodeInvalidRequest, KindBatchTooLarge,
+				fmt.Sprintf("a batch holds at most %d calls, this one %d; nothing of it ran", MaxBatch, len(batch)))})
+			return
+		}
+		var out [][]byte
 		for _, raw := range batch {
-			if resp, ok := s.handle(r.Context(), host, raw); ok {
+			if resp, ok := s.handle(ctx, host, raw, budget); ok {
 				out = append(out, resp)
 			}
 		}
@@ -191,33 +216,46 @@ func (s *Server) serveRPC(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
-		writeJSON(w, http.StatusOK, out)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte{'['})
+		for i, resp := range out {
+			if i > 0 {
+				_, _ = w.Write([]byte{','})
+			}
+			_, _ = w.Write(resp)
+		}
+		_, _ = w.Write([]byte("]\n"))
 		return
 	}
-	resp, ok := s.handle(r.Context(), host, trimmed)
+	resp, ok := s.handle(ctx, host, trimmed, budget)
 	if !ok {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	writeJSON(w, http.StatusOK, resp)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(append(resp, '\n'))
 }
 
-// handle serves one request; ok is false for a notification.
-func (s *Server) handle(ctx context.Context, host Host, raw []byte) (Response, bool) {
+// handle serves one request and returns its encoded response; ok is false
+// for a notification. A result that does not fit in what is left of the
+// budget is answered with response_too_large.
+func (s *Server) handle(ctx context.Context, host Host, raw []byte, budget *responseBudget) ([]byte, bool) {
 	var req Request
 	// Unmarshal (not a Decoder) so trailing data is a syntax error too. Valid
 	// JSON that is not a request object is an invalid request, not a parse error.
 	decodeErr := json.Unmarshal(raw, &req)
 	var syntaxErr *json.SyntaxError
 	if errors.As(decodeErr, &syntaxErr) {
-		return Response{JSONRPC: "2.0", ID: json.RawMessage("null"), Error: newError(CodeParseError, KindParseError, "invalid JSON: "+decodeErr.Error())}, true
+		return encodeError(nullID, newError(CodeParseError, KindParseError, "invalid JSON: "+decodeErr.Error())), true
 	}
 	id := req.ID
 	if len(id) == 0 {
-		id = json.RawMessage("null")
+		id = nullID
 	}
 	if decodeErr != nil || req.JSONRPC != "2.0" || req.Method == "" {
-		return Response{JSONRPC: "2.0", ID: id, Error: newError(CodeInvalidRequest, KindInvalidRequest, `a request is an object with "jsonrpc": "2.0" and a method name`)}, true
+		return encodeError(id, newError(CodeInvalidRequest, KindInvalidRequest, `a request is an object with "jsonrpc": "2.0" and a method name`)), true
 	}
 	m, found := s.methods[req.Method]
 	var result any
@@ -228,16 +266,30 @@ func (s *Server) handle(ctx context.Context, host Host, raw []byte) (Response, b
 		result, err = m(call{Server: s, host: host}, ctx, req.Params)
 	}
 	if len(req.ID) == 0 {
-		return Response{}, false
+		return nil, false
 	}
 	if err != nil {
-		return Response{JSONRPC: "2.0", ID: id, Error: s.toRPCError(req.Method, err)}, true
+		return encodeError(id, s.toRPCError(req.Method, err)), true
 	}
 	data, err := json.Marshal(result)
 	if err != nil {
-		return Response{JSONRPC: "2.0", ID: id, Error: s.toRPCError(req.Method, err)}, true
+		return encodeError(id, s.toRPCError(req.Method, err)), true
 	}
-	return Response{JSONRPC: "2.0", ID: id, Result: data}, true
+	if err := budget.take(req.Method, int64(len(data))); err != nil {
+		return encodeError(id, err), true
+	}
+	// Assembled by hand: marshalling a Response would copy the result twice more.
+	out := make([]byte, 0, len(data)+len(id)+40)
+	out = append(out, `{"jsonrpc":"2.0","id":`...)
+	out = append(out, id...)
+	out = append(out, `,"result":`...)
+	out = append(out, data...)
+	return append(out, '}'), true
+}
+
+func encodeError(id json.RawMessage, e *Error) []byte {
+	out, _ := json.Marshal(Response{JSONRPC: "2.0", ID: id, Error: e}) // plain data: cannot fail
+	return out
 }
 
 // toRPCError maps domain errors to typed JSON-RPC errors. Unknown errors are

@@ -197,12 +197,18 @@ type BlobPutResult struct {
 	Ref content.ContentRef `json:"ref"`
 }
 
+// BlobReadParams read a blob, or the part of it from Offset on, at most
+// Length bytes (without Length, to the end).
 type BlobReadParams struct {
-	Ref content.Digest `json:"ref"`
+	Ref    content.Digest `json:"ref"`
+	Offset int64          `json:"offset,omitempty"`
+	Length *int64         `json:"length,omitempty"`
 }
 
+// BlobReadResult is the bytes read and the blob's whole size.
 type BlobReadResult struct {
 	Data []byte `json:"data"`
+	Size int64  `json:"size"`
 }
 
 // VisibleText is the output's text, or "" for media.

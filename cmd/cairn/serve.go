@@ -33,6 +33,7 @@ type serveOptions struct {
 	maxIdleSessions             int           // local hosts: idle sessions kept in memory
 	idleSessionTTL              time.Duration // local hosts: idle sessions unused longer are dropped
 	allowHosts, allowOrigins    []string      // beyond the listen address, localhost and the server's own origin
+	maxResponseBytes            int64         // the results of one HTTP response, a batch's together
 }
 
 func serveCommand() *cobra.Command {
@@ -61,6 +62,7 @@ func serveCommand() *cobra.Command {
 	f.DurationVar(&o.idleSessionTTL, "idle-session-ttl", local.DefaultIdleTTL, "sessions driven in this process: drop idle ones unused for this long from memory; they reload from their checkpoint (0: the default; negative: never)")
 	f.StringArrayVar(&o.allowHosts, "allow-host", nil, "a host name the server answers for besides the listen address, localhost and loopback IPs (a reverse proxy's, a LAN name); repeatable")
 	f.StringArrayVar(&o.allowOrigins, "allow-origin", nil, "an origin (scheme://host[:port]) whose web pages may call the API besides the server's own; repeatable")
+	f.Int64Var(&o.maxResponseBytes, "max-response-bytes", api.DefaultMaxResponseBytes, "the most bytes of results one API response carries (a batch's together); a result past it gets response_too_large")
 	s3Flags(cmd, &o)
 	o.gc.register(cmd)
 	return cmd
@@ -85,6 +87,9 @@ func serve(ctx context.Context, cmd *cobra.Command, o serveOptions) error {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	hostOpts := hostOptions{resolver: providerResolver(o), logger: logger, maxIdleSessions: o.maxIdleSessions, idleTTL: o.idleSessionTTL}
 	var hosts api.Hosts
+	if o.maxResponseBytes <= 0 {
+		return fmt.Errorf("--max-response-bytes %d: give a positive size", o.maxResponseBytes)
+	}
 	if o.heartbeatTimeout != 0 && o.temporal.address == "" {
 		return fmt.Errorf("--heartbeat-timeout (CAIRN_HEARTBEAT_TIMEOUT) applies to the Temporal mode only: add --temporal HOST:PORT")
 	}
@@ -122,7 +127,8 @@ func serve(ctx context.Context, cmd *cobra.Command, o serveOptions) error {
 		logger.Warn("the embedded mode has no API keys: anyone who can reach this address can use every session", "listen", ln.Addr().String())
 	}
 	rpc := api.NewServerFor(hosts, api.ServerOptions{APIKinds: apiKinds, ValidateParams: validateParams, Logger: logger, RetentionGrace: o.gc.grace,
-		AllowedHosts: append(listenHosts(o.listen, ln.Addr()), o.allowHosts...), AllowedOrigins: o.allowOrigins})
+		AllowedHosts: append(listenHosts(o.listen, ln.Addr()), o.allowHosts...), AllowedOrigins: o.allowOrigins,
+		MaxResponseBytes: o.maxResponseBytes})
 	srv := &http.Server{
 		Handler:           rpc.Protect(web.WithAPI(rpc.Handler())),
 		ReadHeaderTimeout: 10 * time.Second,

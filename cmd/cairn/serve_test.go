@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/cairn-agents/cairn/api"
 	"github.com/cairn-agents/cairn/internal/testenv"
 )
 
@@ -101,5 +103,28 @@ func TestListenHosts(t *testing.T) {
 		if h == "0.0.0.0" {
 			t.Fatal("the unspecified address is not a name of this server")
 		}
+	}
+}
+
+// serve --max-response-bytes bounds what one response carries.
+func TestServeMaxResponseBytes(t *testing.T) {
+	addr := startServeCommand(t, "--max-response-bytes", "1000")
+	c := api.NewClient(addr, nil)
+	ctx := context.Background()
+	put, err := c.PutBlob(ctx, make([]byte, 2000), "application/octet-stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.ReadBlob(ctx, api.BlobReadParams{Ref: put.Ref.Digest})
+	var rpcErr *api.Error
+	if !errors.As(err, &rpcErr) || rpcErr.Kind() != api.KindResponseTooLarge {
+		t.Fatalf("reading 2000 bytes under a 1000-byte limit: %v", err)
+	}
+	length := int64(500)
+	if got, err := c.ReadBlob(ctx, api.BlobReadParams{Ref: put.Ref.Digest, Length: &length}); err != nil || len(got.Data) != 500 || got.Size != 2000 {
+		t.Fatalf("a part within the limit: %d bytes of %d, %v", len(got.Data), got.Size, err)
+	}
+	if err := serveCommand().ParseFlags([]string{"--max-response-bytes", "x"}); err == nil {
+		t.Fatal("a malformed --max-response-bytes was accepted")
 	}
 }
