@@ -159,6 +159,9 @@ func (c *Client) RemoveContext(ctx context.Context, p ContextRemoveParams) (Cont
 
 // PutBlob calls blobs/put.
 func (c *Client) PutBlob(ctx context.Context, data []byte, mediaType string) (BlobPutResult, error) {
+	if data == nil {
+		data = []byte{} // sent as "", an empty blob; nil would be absent data
+	}
 	var r BlobPutResult
 	return r, c.Call(ctx, MethodBlobsPut, BlobPutParams{Data: data, MediaType: mediaType}, &r)
 }

@@ -443,6 +443,10 @@ func (s call) removeContext(ctx context.Context, p ContextRemoveParams) (Context
 }
 
 func (s call) putBlob(ctx context.Context, p BlobPutParams) (BlobPutResult, error) {
+	// Absent (or null) data is a mistake, not an empty blob: that is "".
+	if p.Data == nil {
+		return BlobPutResult{}, invalidParams(`data is required: the bytes in base64 ("" for an empty blob)`)
+	}
 	mt := p.MediaType
 	if mt == "" {
 		mt = "application/octet-stream"

@@ -12,6 +12,9 @@ import (
 	"strings"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/cairn-agents/cairn/blob"
 	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/retention"
@@ -238,19 +241,38 @@ func (s *Server) serveRPC(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(append(resp, '\n'))
 }
 
+// envelope is a request as received; ID is nil when absent (a notification).
+type envelope struct {
+	JSONRPC string         `json:"jsonrpc"`
+	ID      jsontext.Value `json:"id"`
+	Method  string         `json:"method"`
+	Params  jsontext.Value `json:"params"`
+}
+
 // handle serves one request and returns its encoded response; ok is false
 // for a notification. A result that does not fit in what is left of the
 // budget is answered with response_too_large.
 func (s *Server) handle(ctx context.Context, host Host, raw []byte, budget *responseBudget) ([]byte, bool) {
-	var req Request
-	// Unmarshal (not a Decoder) so trailing data is a syntax error too. Valid
-	// JSON that is not a request object is an invalid request, not a parse error.
-	decodeErr := json.Unmarshal(raw, &req)
-	var syntaxErr *json.SyntaxError
-	if errors.As(decodeErr, &syntaxErr) {
-		return encodeError(nullID, newError(CodeParseError, KindParseError, "invalid JSON: "+decodeErr.Error())), true
+	// Member names are matched exactly, as JSON-RPC spells them; trailing
+	// data is a syntax error. Valid JSON that is not a request object is an
+	// invalid request, not a parse error.
+	var req envelope
+	decodeErr := jsonv2.Unmarshal(raw, &req)
+	var syntaxErr *jsontext.SyntacticError
+	if errors.As(decodeErr, &syntaxErr) && syntaxErr.Err == jsontext.ErrDuplicateName && strings.HasPrefix(string(syntaxErr.JSONPointer), "/params/") {
+		// The params' own decoding refuses it, as invalid params.
+		decodeErr = jsonv2.Unmarshal(raw, &req, jsontext.AllowDuplicateNames(true))
 	}
-	id := req.ID
+	if errors.As(decodeErr, &syntaxErr) && syntaxErr.Err != jsontext.ErrDuplicateName {
+		return encodeError(nullID, newError(CodeParseError, KindParseError, "invalid JSON: "+strings.TrimPrefix(decodeErr.Error(), "jsontext: "))), true
+	}
+	// JSON-RPC 2.0: an id is a string, a number or null.
+	switch req.ID.Kind() {
+	case 0, '"', '0', 'n':
+	default:
+		return encodeError(nullID, newError(CodeInvalidRequest, KindInvalidRequest, "id must be a string, a number or null")), true
+	}
+	id := json.RawMessage(req.ID)
 	if len(id) == 0 {
 		id = nullID
 	}
@@ -263,7 +285,7 @@ func (s *Server) handle(ctx context.Context, host Host, raw []byte, budget *resp
 	if !found {
 		err = newError(CodeMethodNotFound, KindMethodNotFound, "unknown method "+req.Method)
 	} else {
-		result, err = m(call{Server: s, host: host}, ctx, req.Params)
+		result, err = m(call{Server: s, host: host}, ctx, json.RawMessage(req.Params))
 	}
 	if len(req.ID) == 0 {
 		return nil, false
@@ -329,20 +351,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
-}
-
-// decodeParams decodes params strictly: unknown fields are an error, so a
-// typo in a client is caught instead of silently ignored.
-func decodeParams(raw json.RawMessage, v any) error {
-	if len(raw) == 0 {
-		raw = json.RawMessage("{}")
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return newError(CodeInvalidParams, KindInvalidParams, "invalid params: "+strings.TrimPrefix(err.Error(), "json: "))
-	}
-	return nil
 }
 
 func invalidParams(msg string) error { return newError(CodeInvalidParams, KindInvalidParams, msg) }

@@ -151,8 +151,11 @@ func (s call) listWorkspaces(ctx context.Context, p WorkspaceListParams) (Worksp
 	if err != nil {
 		return WorkspaceListResult{}, err
 	}
+	if p.Limit < 0 {
+		return WorkspaceListResult{}, invalidParams("limit must not be negative")
+	}
 	limit := p.Limit
-	if limit <= 0 || limit > maxWorkspaceList {
+	if limit == 0 || limit > maxWorkspaceList {
 		limit = maxWorkspaceList
 	}
 	list, err := files.Workspaces(ctx, p.After, limit)
