@@ -186,7 +186,7 @@ func (c *Client) Get(ctx context.Context, d content.Digest) ([]byte, error) {
 	part := int64(blobPart)
 	for {
 		length := part
-		r, err := c.ReadBlob(ctx, BlobReadParams{Ref: d, Offset: int64(len(out)), Length: &length})
+		r, err := c.ReadBlob(ctx, BlobReadParams{Ref: DigestRef(d), Offset: int64(len(out)), Length: &length})
 		var rpcErr *Error
 		if errors.As(err, &rpcErr) && rpcErr.Kind() == KindResponseTooLarge && part > minBlobPart {
 			part /= 4

@@ -400,3 +400,9 @@ func (m *fakeModel) Compact(ctx context.Context, blobs blob.Store, req provider.
 	return provider.CompactOutput{Entries: []core.EntryInput{{Kind: core.EntrySummary, Content: ref,
 		TokenEstimate: provider.Estimate([]byte(text)), Preview: text, Origin: "compaction"}}}, nil
 }
+
+// refp is a ref a result gave, as a param.
+func refp(r content.ContentRef) *api.RefParam {
+	p := api.RefOf(r)
+	return &p
+}

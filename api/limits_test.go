@@ -87,7 +87,7 @@ func TestResponseBudgetBoundsABatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.c.ReadBlob(bg, api.BlobReadParams{Ref: hp.Ref.Digest})
+	_, err = e.c.ReadBlob(bg, api.BlobReadParams{Ref: api.DigestRef(hp.Ref.Digest)})
 	if rpcErr := wantKind(t, err, api.KindResponseTooLarge); !strings.Contains(rpcErr.Message, "offset and length") {
 		t.Fatalf("the refusal does not say how to read it: %s", rpcErr.Message)
 	}
@@ -120,12 +120,12 @@ func TestBlobReadRange(t *testing.T) {
 		{0, n(0), ""},
 	}
 	for _, tc := range cases {
-		got, err := e.c.ReadBlob(bg, api.BlobReadParams{Ref: d, Offset: tc.offset, Length: tc.length})
+		got, err := e.c.ReadBlob(bg, api.BlobReadParams{Ref: api.DigestRef(d), Offset: tc.offset, Length: tc.length})
 		if err != nil || string(got.Data) != tc.want || got.Size != 10 {
 			t.Fatalf("offset %d length %v: %q size %d, %v; want %q size 10", tc.offset, tc.length, got.Data, got.Size, err, tc.want)
 		}
 	}
-	for _, p := range []api.BlobReadParams{{Ref: d, Offset: -1}, {Ref: d, Length: n(-1)}, {Ref: d, Offset: 11}} {
+	for _, p := range []api.BlobReadParams{{Ref: api.DigestRef(d), Offset: -1}, {Ref: api.DigestRef(d), Length: n(-1)}, {Ref: api.DigestRef(d), Offset: 11}} {
 		_, err := e.c.ReadBlob(bg, p)
 		wantKind(t, err, api.KindInvalidParams)
 	}

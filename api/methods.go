@@ -85,7 +85,11 @@ func requireSession(id string) error {
 }
 
 func (s call) createSession(ctx context.Context, p CreateSessionParams) (CreateSessionResult, error) {
-	cfg := core.SessionConfig{Model: p.Model, Tools: p.Tools, MaxTurns: p.MaxTurns, ProviderParams: p.ProviderParams, Links: p.Links, Compaction: p.Compaction,
+	links, err := coreLinks(p.Links)
+	if err != nil {
+		return CreateSessionResult{}, err
+	}
+	cfg := core.SessionConfig{Model: p.Model, Tools: p.Tools, MaxTurns: p.MaxTurns, ProviderParams: p.ProviderParams, Links: links, Compaction: p.Compaction,
 		Transcription: p.Transcription}
 	if err := core.ValidateConfig(cfg); err != nil {
 		return CreateSessionResult{}, err
@@ -119,6 +123,24 @@ func (s call) createSession(ctx context.Context, p CreateSessionParams) (CreateS
 		return CreateSessionResult{}, err
 	}
 	return CreateSessionResult{SessionID: id}, nil
+}
+
+// coreLinks are the links of session/create as the core keeps them: a
+// snapshot by its digest string.
+func coreLinks(links []LinkParam) ([]core.Link, error) {
+	var out []core.Link
+	for i, l := range links {
+		cl := core.Link{Mount: l.Mount, Workspace: l.Workspace}
+		if l.Snapshot != nil {
+			d, err := snapshotDigest(fmt.Sprintf("links[%d].snapshot", i), l.Snapshot)
+			if err != nil {
+				return nil, err
+			}
+			cl.Snapshot = d.String()
+		}
+		out = append(out, cl)
+	}
+	return out, nil
 }
 
 // checkLinks refuses links to workspaces or snapshots the universe does not
@@ -275,7 +297,7 @@ func (s call) readRun(ctx context.Context, p RunParams) (RunReadResult, error) {
 		return RunReadResult{}, &core.Rejection{Kind: core.RejectUnknownReference, Message: "run " + p.RunID + " not found in session " + p.SessionID}
 	}
 	if output != nil {
-		out.Output = &RunOutput{Ref: output.Digest, MediaType: output.MediaType, ProviderKind: output.ProviderKind}
+		out.Output = &RunOutput{Ref: *output}
 		if view.HasText(*output) {
 			text, err := view.ProjectText(ctx, s.host.Blobs(), *output)
 			if err != nil {
@@ -407,8 +429,10 @@ func (s call) contextContent(ctx context.Context, p ContextAppendParams) (core.I
 		return core.InputItem{}, invalidParams("text and ref are exclusive: send the bytes once, either way")
 	case p.Ref.Digest.IsZero():
 		return core.InputItem{}, invalidParams("ref.digest is required")
-	case !content.IsText(p.Ref.MediaType):
-		return core.InputItem{}, invalidParams("ref.mediaType " + strconv.Quote(p.Ref.MediaType) + " is not text/*: context entries are text")
+	}
+	ref := p.Ref.Ref(content.MediaText)
+	if !content.IsText(ref.MediaType) {
+		return core.InputItem{}, invalidParams("ref.mediaType " + strconv.Quote(ref.MediaType) + " is not text/*: context entries are text")
 	}
 	if err := s.admit(ctx, []content.Digest{p.Ref.Digest}); err != nil {
 		return core.InputItem{}, err
@@ -424,7 +448,7 @@ func (s call) contextContent(ctx context.Context, p ContextAppendParams) (core.I
 	if !utf8.Valid(data) {
 		return core.InputItem{}, invalidParams("ref " + p.Ref.Digest.String() + " is not UTF-8 text")
 	}
-	ref := content.ContentRef{Digest: p.Ref.Digest, MediaType: p.Ref.MediaType}
+	ref.ProviderKind = "" // the entry is the text itself
 	return core.InputItem{Content: ref, TokenEstimate: provider.Estimate(data), Preview: provider.Preview(string(data))}, nil
 }
 
@@ -465,7 +489,7 @@ func (s call) readBlob(ctx context.Context, p BlobReadParams) (BlobReadResult, e
 	if p.Offset < 0 || (p.Length != nil && *p.Length < 0) {
 		return BlobReadResult{}, invalidParams("offset and length must not be negative")
 	}
-	data, err := s.host.Blobs().Get(ctx, p.Ref)
+	data, err := s.host.Blobs().Get(ctx, p.Ref.Digest)
 	if err != nil {
 		return BlobReadResult{}, err
 	}

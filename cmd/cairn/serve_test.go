@@ -115,13 +115,13 @@ func TestServeMaxResponseBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.ReadBlob(ctx, api.BlobReadParams{Ref: put.Ref.Digest})
+	_, err = c.ReadBlob(ctx, api.BlobReadParams{Ref: api.DigestRef(put.Ref.Digest)})
 	var rpcErr *api.Error
 	if !errors.As(err, &rpcErr) || rpcErr.Kind() != api.KindResponseTooLarge {
 		t.Fatalf("reading 2000 bytes under a 1000-byte limit: %v", err)
 	}
 	length := int64(500)
-	if got, err := c.ReadBlob(ctx, api.BlobReadParams{Ref: put.Ref.Digest, Length: &length}); err != nil || len(got.Data) != 500 || got.Size != 2000 {
+	if got, err := c.ReadBlob(ctx, api.BlobReadParams{Ref: api.DigestRef(put.Ref.Digest), Length: &length}); err != nil || len(got.Data) != 500 || got.Size != 2000 {
 		t.Fatalf("a part within the limit: %d bytes of %d, %v", len(got.Data), got.Size, err)
 	}
 	if err := serveCommand().ParseFlags([]string{"--max-response-bytes", "x"}); err == nil {
