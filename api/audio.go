@@ -20,6 +20,8 @@ func audioInput(i int, part InputPart) (core.InputItem, error) {
 		return core.InputItem{}, invalidParams(at + ".text belongs to text parts; audio names its bytes with ref")
 	case part.Ref == nil || part.Ref.Digest.IsZero():
 		return core.InputItem{}, invalidParams(at + ".ref is required: the ref blobs/put returned for the audio")
+	case part.Ref.MediaType == "":
+		return core.InputItem{}, invalidParams(at + ".ref: audio needs its media type; pass the ref object blobs/put returned, not only its digest")
 	case !strings.HasPrefix(part.Ref.MediaType, "audio/"):
 		return core.InputItem{}, invalidParams(at + ".ref.mediaType " + strconv.Quote(part.Ref.MediaType) + " is not audio/*; upload the audio with blobs/put and its audio media type")
 	}

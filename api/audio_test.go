@@ -14,7 +14,7 @@ import (
 var whisper = &core.Transcription{ProviderID: "openai", Model: "whisper-1"}
 
 func audioPart(ref content.ContentRef, filename string) []api.InputPart {
-	return []api.InputPart{{Type: "text", Text: "what does it say?"}, {Type: "audio", Ref: &ref, Filename: filename}}
+	return []api.InputPart{{Type: "text", Text: "what does it say?"}, {Type: "audio", Ref: refp(ref), Filename: filename}}
 }
 
 func TestAudioInput_PartsAreCheckedBeforeAdmission(t *testing.T) {
@@ -47,7 +47,7 @@ func TestAudioInput_PartsAreCheckedBeforeAdmission(t *testing.T) {
 	e.rejected(t, id, api.KindInvalidParams, start(audioPart(memo.Ref, "")))
 	e.rejected(t, id, api.KindInvalidParams, start(audioPart(memo.Ref, "../memo.m4a")))
 	e.rejected(t, id, api.KindInvalidParams, start([]api.InputPart{{Type: "audio", Filename: "memo.m4a"}}))
-	e.rejected(t, id, api.KindInvalidParams, start([]api.InputPart{{Type: "video", Ref: &memo.Ref, Filename: "memo.m4a"}}))
+	e.rejected(t, id, api.KindInvalidParams, start([]api.InputPart{{Type: "video", Ref: refp(memo.Ref), Filename: "memo.m4a"}}))
 
 	plain := e.create(t, api.CreateSessionParams{})
 	e.rejected(t, plain, core.RejectTranscriptionNotConfigured, func() error {

@@ -25,7 +25,7 @@ func TestContextAppendByRefAdmitsAndTouchesTheBlob(t *testing.T) {
 		t.Fatal(err)
 	}
 	now = time.UnixMilli(2_000_000)
-	got, err := e.c.AppendContext(bg, api.ContextAppendParams{SessionID: sid, Kind: core.EntryMessage, Key: "notes", Ref: &put.Ref})
+	got, err := e.c.AppendContext(bg, api.ContextAppendParams{SessionID: sid, Kind: core.EntryMessage, Key: "notes", Ref: refp(put.Ref)})
 	if err != nil {
 		t.Fatalf("append by ref: %v", err)
 	}
@@ -55,7 +55,7 @@ func TestContextAppendByRefRejectsWithoutChanges(t *testing.T) {
 	sid := e.create(t, api.CreateSessionParams{})
 	absent := content.ContentRef{Digest: content.Sum([]byte("never uploaded")), MediaType: "text/plain"}
 	rpcErr := e.rejected(t, sid, api.KindMissingBlob, func() error {
-		_, err := e.c.AppendContext(bg, api.ContextAppendParams{SessionID: sid, Kind: core.EntryMessage, Ref: &absent})
+		_, err := e.c.AppendContext(bg, api.ContextAppendParams{SessionID: sid, Kind: core.EntryMessage, Ref: refp(absent)})
 		return err
 	})
 	if rpcErr.Message == "" {
@@ -79,9 +79,9 @@ func TestContextAppendByRefRejectsWithoutChanges(t *testing.T) {
 	}
 	for name, p := range map[string]api.ContextAppendParams{
 		"neither":      {SessionID: sid, Kind: core.EntryMessage},
-		"both":         {SessionID: sid, Kind: core.EntryMessage, Text: "hello", Ref: &text.Ref},
-		"not text":     {SessionID: sid, Kind: core.EntryMessage, Ref: &img.Ref},
-		"invalid UTF8": {SessionID: sid, Kind: core.EntryMessage, Ref: &notUTF8.Ref},
+		"both":         {SessionID: sid, Kind: core.EntryMessage, Text: "hello", Ref: refp(text.Ref)},
+		"not text":     {SessionID: sid, Kind: core.EntryMessage, Ref: refp(img.Ref)},
+		"invalid UTF8": {SessionID: sid, Kind: core.EntryMessage, Ref: refp(notUTF8.Ref)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			e.rejected(t, sid, api.KindInvalidParams, func() error {

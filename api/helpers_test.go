@@ -193,7 +193,10 @@ type env struct {
 	logs    *testenv.Buffer
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { return newEnvWith(t, api.ServerOptions{}) }
+
+// newEnvWith is newEnv with server options (APIKinds and Logger are set here).
+func newEnvWith(t *testing.T, opt api.ServerOptions) *env {
 	t.Helper()
 	blobs := &faultyBlobs{Store: blob.NewMemory()}
 	log := store.NewMemory(blobs)
@@ -210,10 +213,9 @@ func newEnv(t *testing.T) *env {
 	}
 	logs := &testenv.Buffer{}
 	oh := observedHost{Host: host, changed: make(chan string, 64)}
-	srv := httptest.NewServer(api.NewServer(oh, api.ServerOptions{
-		APIKinds: []string{core.APIChatCompletions},
-		Logger:   slog.New(slog.NewTextHandler(logs, nil)),
-	}).Handler())
+	opt.APIKinds = []string{core.APIChatCompletions}
+	opt.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	srv := httptest.NewServer(api.NewServer(oh, opt).Handler())
 	t.Cleanup(srv.Close)
 	t.Cleanup(host.Close) // runs first: held model calls end with the host
 	return &env{c: api.NewClient(srv.URL, nil), url: srv.URL + "/rpc", model: model, blobs: blobs, log: log, changed: oh.changed, logs: logs}
@@ -397,4 +399,10 @@ func (m *fakeModel) Compact(ctx context.Context, blobs blob.Store, req provider.
 	}
 	return provider.CompactOutput{Entries: []core.EntryInput{{Kind: core.EntrySummary, Content: ref,
 		TokenEstimate: provider.Estimate([]byte(text)), Preview: text, Origin: "compaction"}}}, nil
+}
+
+// refp is a ref a result gave, as a param.
+func refp(r content.ContentRef) *api.RefParam {
+	p := api.RefOf(r)
+	return &p
 }

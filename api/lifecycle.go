@@ -86,6 +86,9 @@ func (s call) deleteSession(ctx context.Context, p SessionDeleteParams) (Session
 // previous page. With after (a session id) it lists by id instead, the
 // listing before paging existed.
 func (s call) listSessionsPage(ctx context.Context, p SessionListParams) (SessionListResult, error) {
+	if p.Limit < 0 {
+		return SessionListResult{}, invalidParams("limit must not be negative")
+	}
 	limit := p.Limit
 	if limit <= 0 || limit > maxSessionList {
 		limit = maxSessionList

@@ -99,7 +99,7 @@ func TestSessionCloseThenDelete(t *testing.T) {
 	if _, _, err := e.log.LatestCheckpoint(bg, sid, 0); !errors.Is(err, store.ErrCheckpointNotFound) {
 		t.Fatalf("checkpoint of a deleted session: %v", err)
 	}
-	if b, err := e.c.ReadBlob(bg, api.BlobReadParams{Ref: instructions.Digest}); err != nil || len(b.Data) == 0 {
+	if b, err := e.c.ReadBlob(bg, api.BlobReadParams{Ref: api.DigestRef(instructions.Digest)}); err != nil || len(b.Data) == 0 {
 		t.Fatalf("blob of a deleted session: %+v, %v (blobs are the collector's to delete)", b, err)
 	}
 	if ids := e.listed(t); len(ids) != 0 {

@@ -17,7 +17,8 @@ func TestLinks_SessionCreateChecksLinkedWorkspacesAndSnapshots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	links := []core.Link{{Mount: "/work", Workspace: "acorn"}, {Mount: "/ref", Snapshot: manifest.String()}}
+	snap := api.DigestRef(manifest)
+	links := []api.LinkParam{{Mount: "/work", Workspace: "acorn"}, {Mount: "/ref", Snapshot: &snap}}
 	_, err = e.c.CreateSession(ctx, api.CreateSessionParams{Model: testModel(), Links: links})
 	wantKind(t, err, core.RejectUnknownReference)
 
@@ -37,6 +38,6 @@ func TestLinks_SessionCreateChecksLinkedWorkspacesAndSnapshots(t *testing.T) {
 		t.Fatalf("session not created: %+v", got)
 	}
 	_, err = e.c.CreateSession(ctx, api.CreateSessionParams{Model: testModel(),
-		Links: []core.Link{{Mount: "/work", Workspace: "acorn"}, {Mount: "/work/sub", Workspace: "acorn"}}})
+		Links: []api.LinkParam{{Mount: "/work", Workspace: "acorn"}, {Mount: "/work/sub", Workspace: "acorn"}}})
 	wantKind(t, err, core.RejectInvalidConfiguration)
 }

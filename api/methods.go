@@ -85,7 +85,11 @@ func requireSession(id string) error {
 }
 
 func (s call) createSession(ctx context.Context, p CreateSessionParams) (CreateSessionResult, error) {
-	cfg := core.SessionConfig{Model: p.Model, Tools: p.Tools, MaxTurns: p.MaxTurns, ProviderParams: p.ProviderParams, Links: p.Links, Compaction: p.Compaction,
+	links, err := coreLinks(p.Links)
+	if err != nil {
+		return CreateSessionResult{}, err
+	}
+	cfg := core.SessionConfig{Model: p.Model, Tools: p.Tools, MaxTurns: p.MaxTurns, ProviderParams: p.ProviderParams, Links: links, Compaction: p.Compaction,
 		Transcription: p.Transcription}
 	if err := core.ValidateConfig(cfg); err != nil {
 		return CreateSessionResult{}, err
@@ -119,6 +123,24 @@ func (s call) createSession(ctx context.Context, p CreateSessionParams) (CreateS
 		return CreateSessionResult{}, err
 	}
 	return CreateSessionResult{SessionID: id}, nil
+}
+
+// coreLinks are the links of session/create as the core keeps them: a
+// snapshot by its digest string.
+func coreLinks(links []LinkParam) ([]core.Link, error) {
+	var out []core.Link
+	for i, l := range links {
+		cl := core.Link{Mount: l.Mount, Workspace: l.Workspace}
+		if l.Snapshot != nil {
+			d, err := snapshotDigest(fmt.Sprintf("links[%d].snapshot", i), l.Snapshot)
+			if err != nil {
+				return nil, err
+			}
+			cl.Snapshot = d.String()
+		}
+		out = append(out, cl)
+	}
+	return out, nil
 }
 
 // checkLinks refuses links to workspaces or snapshots the universe does not
@@ -275,7 +297,7 @@ func (s call) readRun(ctx context.Context, p RunParams) (RunReadResult, error) {
 		return RunReadResult{}, &core.Rejection{Kind: core.RejectUnknownReference, Message: "run " + p.RunID + " not found in session " + p.SessionID}
 	}
 	if output != nil {
-		out.Output = &RunOutput{Ref: output.Digest, MediaType: output.MediaType, ProviderKind: output.ProviderKind}
+		out.Output = &RunOutput{Ref: *output}
 		if view.HasText(*output) {
 			v, err := view.ProjectVisible(ctx, s.host.Blobs(), *output)
 			if err != nil {
@@ -407,8 +429,10 @@ func (s call) contextContent(ctx context.Context, p ContextAppendParams) (core.I
 		return core.InputItem{}, invalidParams("text and ref are exclusive: send the bytes once, either way")
 	case p.Ref.Digest.IsZero():
 		return core.InputItem{}, invalidParams("ref.digest is required")
-	case !content.IsText(p.Ref.MediaType):
-		return core.InputItem{}, invalidParams("ref.mediaType " + strconv.Quote(p.Ref.MediaType) + " is not text/*: context entries are text")
+	}
+	ref := p.Ref.Ref(content.MediaText)
+	if !content.IsText(ref.MediaType) {
+		return core.InputItem{}, invalidParams("ref.mediaType " + strconv.Quote(ref.MediaType) + " is not text/*: context entries are text")
 	}
 	if err := s.admit(ctx, []content.Digest{p.Ref.Digest}); err != nil {
 		return core.InputItem{}, err
@@ -424,7 +448,7 @@ func (s call) contextContent(ctx context.Context, p ContextAppendParams) (core.I
 	if !utf8.Valid(data) {
 		return core.InputItem{}, invalidParams("ref " + p.Ref.Digest.String() + " is not UTF-8 text")
 	}
-	ref := content.ContentRef{Digest: p.Ref.Digest, MediaType: p.Ref.MediaType}
+	ref.ProviderKind = "" // the entry is the text itself
 	return core.InputItem{Content: ref, TokenEstimate: provider.Estimate(data), Preview: provider.Preview(string(data))}, nil
 }
 
@@ -443,6 +467,10 @@ func (s call) removeContext(ctx context.Context, p ContextRemoveParams) (Context
 }
 
 func (s call) putBlob(ctx context.Context, p BlobPutParams) (BlobPutResult, error) {
+	// Absent (or null) data is a mistake, not an empty blob: that is "".
+	if p.Data == nil {
+		return BlobPutResult{}, invalidParams(`data is required: the bytes in base64 ("" for an empty blob)`)
+	}
 	mt := p.MediaType
 	if mt == "" {
 		mt = "application/octet-stream"
@@ -451,12 +479,33 @@ func (s call) putBlob(ctx context.Context, p BlobPutParams) (BlobPutResult, erro
 	return BlobPutResult{Ref: ref}, err
 }
 
+// readBlob answers a blob's bytes from offset, at most length of them (all
+// to the end without length). An offset past the end is refused; at the
+// end it reads nothing.
 func (s call) readBlob(ctx context.Context, p BlobReadParams) (BlobReadResult, error) {
 	if p.Ref.IsZero() {
 		return BlobReadResult{}, invalidParams("ref is required")
 	}
-	data, err := s.host.Blobs().Get(ctx, p.Ref)
-	return BlobReadResult{Data: data}, err
+	if p.Offset < 0 || (p.Length != nil && *p.Length < 0) {
+		return BlobReadResult{}, invalidParams("offset and length must not be negative")
+	}
+	data, err := s.host.Blobs().Get(ctx, p.Ref.Digest)
+	if err != nil {
+		return BlobReadResult{}, err
+	}
+	size := int64(len(data))
+	if p.Offset > size {
+		return BlobReadResult{}, invalidParams(fmt.Sprintf("offset %d is past the end of the blob (size %d)", p.Offset, size))
+	}
+	data = data[p.Offset:]
+	if p.Length != nil && *p.Length < int64(len(data)) {
+		data = data[:*p.Length]
+	}
+	// Refused before it is encoded: base64 takes 4 bytes for every 3.
+	if err := budgetOf(ctx).fits(MethodBlobsRead, 4*((int64(len(data))+2)/3)); err != nil {
+		return BlobReadResult{}, err
+	}
+	return BlobReadResult{Data: data, Size: size}, nil
 }
 
 func itoa64(n int64) string { return strconv.FormatInt(n, 10) }

@@ -47,14 +47,14 @@ func TestRetentionCollectThenReadIsNotFound(t *testing.T) {
 	if err != nil || st.Candidates != 1 || st.RowsDeleted != 0 || st.UniversesScanned != 1 {
 		t.Fatalf("dry run = %+v, %v", st, err)
 	}
-	if _, err := c.ReadBlob(ctx, api.BlobReadParams{Ref: put.Ref.Digest}); err != nil {
+	if _, err := c.ReadBlob(ctx, api.BlobReadParams{Ref: api.DigestRef(put.Ref.Digest)}); err != nil {
 		t.Fatalf("read after dry run: %v", err)
 	}
 	st, err = c.CollectRetention(ctx, api.RetentionCollectParams{GraceMs: 0})
 	if err != nil || st.RowsDeleted != 1 || st.BytesFreed != int64(len("collect me")) {
 		t.Fatalf("collect = %+v, %v", st, err)
 	}
-	_, err = c.ReadBlob(ctx, api.BlobReadParams{Ref: put.Ref.Digest})
+	_, err = c.ReadBlob(ctx, api.BlobReadParams{Ref: api.DigestRef(put.Ref.Digest)})
 	var rpcErr *api.Error
 	if !errors.As(err, &rpcErr) || rpcErr.Kind() != api.KindNotFound {
 		t.Fatalf("read of a collected blob = %v, want not_found", err)

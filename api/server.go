@@ -5,11 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"strings"
 	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/cairn-agents/cairn/blob"
 	"github.com/cairn-agents/cairn/core"
@@ -50,12 +54,21 @@ type CheckpointHost interface {
 // DefaultMaxBodyBytes bounds a request body (blobs/put carries base64 data).
 const DefaultMaxBodyBytes = 16 << 20
 
+// DefaultMaxResponseBytes bounds the results of one HTTP response (a whole
+// batch's together).
+const DefaultMaxResponseBytes = 64 << 20
+
+// MaxBatch is the most calls one batch may hold.
+const MaxBatch = 100
+
 // Hosts selects the host that serves a request, from its bearer token
 // (empty when the request has none). An error wrapping ErrUnauthorized is
 // answered with HTTP 401 before the body is read.
 type Hosts interface {
 	HostFor(ctx context.Context, bearer string) (Host, error)
 }
+
+var nullID = json.RawMessage("null")
 
 // ErrUnauthorized marks a missing or unknown API key.
 var ErrUnauthorized = errors.New("unauthorized")
@@ -73,9 +86,11 @@ type Server struct {
 	apiKinds     []string
 	validate     func(apiKind string, params json.RawMessage) error
 	maxBodyBytes int64
+	maxResponse  int64
 	log          *slog.Logger
 	grace        time.Duration // the collector's, for blobs/holders
 	methods      map[string]method
+	guard        guard
 }
 
 type method func(c call, ctx context.Context, params json.RawMessage) (any, error)
@@ -89,11 +104,21 @@ type ServerOptions struct {
 	// kind; nil accepts none.
 	ValidateParams func(apiKind string, params json.RawMessage) error
 	MaxBodyBytes   int64
-	Logger         *slog.Logger
+	// MaxResponseBytes bounds the results of one response, a batch's
+	// together; 0 means DefaultMaxResponseBytes.
+	MaxResponseBytes int64
+	Logger           *slog.Logger
 	// RetentionGrace is the grace of this deployment's blob collector
 	// (cairn serve --gc-grace), the default of blobs/holders' eligibility;
 	// 0 means retention.DefaultGrace.
 	RetentionGrace time.Duration
+	// AllowedHosts are the host names (or IPs) a request's Host header may
+	// name besides localhost and loopback IPs, on any port: the listen
+	// address and the names the server is reached by.
+	AllowedHosts []string
+	// AllowedOrigins are the origins (scheme://host[:port]) besides the
+	// server's own whose browser requests are served.
+	AllowedOrigins []string
 }
 
 // NewServer returns a server for one host, without authentication.
@@ -106,25 +131,41 @@ func NewServerFor(hosts Hosts, opt ServerOptions) *Server {
 	if opt.MaxBodyBytes <= 0 {
 		opt.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if opt.MaxResponseBytes <= 0 {
+		opt.MaxResponseBytes = DefaultMaxResponseBytes
+	}
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
 	}
 	if opt.RetentionGrace <= 0 {
 		opt.RetentionGrace = retention.DefaultGrace
 	}
-	s := &Server{hosts: hosts, apiKinds: opt.APIKinds, validate: opt.ValidateParams, maxBodyBytes: opt.MaxBodyBytes, log: opt.Logger, grace: opt.RetentionGrace}
+	s := &Server{hosts: hosts, apiKinds: opt.APIKinds, validate: opt.ValidateParams, maxBodyBytes: opt.MaxBodyBytes, maxResponse: opt.MaxResponseBytes, log: opt.Logger, grace: opt.RetentionGrace,
+		guard: newGuard(opt.AllowedHosts, opt.AllowedOrigins)}
 	s.methods = routes()
 	return s
 }
 
-// Handler returns the HTTP handler: POST /rpc.
+// Handler returns the HTTP handler: POST /rpc, behind Protect.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /rpc", s.serveRPC)
-	return mux
+	return s.Protect(mux)
 }
 
+// Protect refuses requests to h whose Host is not this server's or whose
+// Origin is foreign (see guard); wrap every route served beside the API
+// with it.
+func (s *Server) Protect(h http.Handler) http.Handler { return s.guard.wrap(h) }
+
 func (s *Server) serveRPC(w http.ResponseWriter, r *http.Request) {
+	// Only a JSON body: a form or text/plain POST is what a page of another
+	// origin can send without the browser asking the server first.
+	if !isJSON(r.Header.Get("Content-Type")) {
+		writeRefusal(w, http.StatusUnsupportedMediaType, KindUnsupportedMediaType,
+			"send the request with Content-Type: application/json")
+		return
+	}
 	host, err := s.hosts.HostFor(r.Context(), bearerToken(r))
 	if err != nil {
 		status, rpcErr := http.StatusUnauthorized, newError(CodeDomain, KindUnauthorized, "a valid API key is required: send Authorization: Bearer KEY")
@@ -133,34 +174,44 @@ func (s *Server) serveRPC(w http.ResponseWriter, r *http.Request) {
 			status, rpcErr = http.StatusInternalServerError, newError(CodeInternal, KindInternal, "internal error")
 		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="cairn"`)
-		writeJSON(w, status, Response{JSONRPC: "2.0", ID: json.RawMessage("null"), Error: rpcErr})
+		writeJSON(w, status, Response{JSONRPC: "2.0", ID: nullID, Error: rpcErr})
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBodyBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			writeJSON(w, http.StatusRequestEntityTooLarge, Response{JSONRPC: "2.0", ID: json.RawMessage("null"),
+			writeJSON(w, http.StatusRequestEntityTooLarge, Response{JSONRPC: "2.0", ID: nullID,
 				Error: newError(CodeInvalidRequest, KindBodyTooLarge, "request body exceeds the limit of "+itoa64(s.maxBodyBytes)+" bytes")})
 			return
 		}
-		writeJSON(w, http.StatusBadRequest, Response{JSONRPC: "2.0", ID: json.RawMessage("null"), Error: newError(CodeParseError, KindParseError, "could not read request body")})
+		writeJSON(w, http.StatusBadRequest, Response{JSONRPC: "2.0", ID: nullID, Error: newError(CodeParseError, KindParseError, "could not read request body")})
 		return
 	}
+	// Every result of this request draws on one budget, so a batch stops
+	// producing large results once the response is full instead of
+	// building them all first.
+	budget := &responseBudget{left: s.maxResponse, limit: s.maxResponse}
+	ctx := context.WithValue(r.Context(), budgetKey{}, budget)
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) > 0 && trimmed[0] == '[' {
 		var batch []json.RawMessage
 		if err := json.Unmarshal(trimmed, &batch); err != nil {
-			writeJSON(w, http.StatusOK, Response{JSONRPC: "2.0", ID: json.RawMessage("null"), Error: newError(CodeParseError, KindParseError, "invalid JSON: "+err.Error())})
+			writeJSON(w, http.StatusOK, Response{JSONRPC: "2.0", ID: nullID, Error: newError(CodeParseError, KindParseError, "invalid JSON: "+err.Error())})
 			return
 		}
 		if len(batch) == 0 {
-			writeJSON(w, http.StatusOK, Response{JSONRPC: "2.0", ID: json.RawMessage("null"), Error: newError(CodeInvalidRequest, KindInvalidRequest, "empty batch")})
+			writeJSON(w, http.StatusOK, Response{JSONRPC: "2.0", ID: nullID, Error: newError(CodeInvalidRequest, KindInvalidRequest, "empty batch")})
 			return
 		}
-		var out []Response
+		if len(batch) > MaxBatch {
+			writeJSON(w, http.StatusOK, Response{JSONRPC: "2.0", ID: nullID, Error: newError(CodeInvalidRequest, KindBatchTooLarge,
+				fmt.Sprintf("a batch holds at most %d calls, this one %d; nothing of it ran", MaxBatch, len(batch)))})
+			return
+		}
+		var out [][]byte
 		for _, raw := range batch {
-			if resp, ok := s.handle(r.Context(), host, raw); ok {
+			if resp, ok := s.handle(ctx, host, raw, budget); ok {
 				out = append(out, resp)
 			}
 		}
@@ -168,33 +219,65 @@ func (s *Server) serveRPC(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
-		writeJSON(w, http.StatusOK, out)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte{'['})
+		for i, resp := range out {
+			if i > 0 {
+				_, _ = w.Write([]byte{','})
+			}
+			_, _ = w.Write(resp)
+		}
+		_, _ = w.Write([]byte("]\n"))
 		return
 	}
-	resp, ok := s.handle(r.Context(), host, trimmed)
+	resp, ok := s.handle(ctx, host, trimmed, budget)
 	if !ok {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	writeJSON(w, http.StatusOK, resp)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(append(resp, '\n'))
 }
 
-// handle serves one request; ok is false for a notification.
-func (s *Server) handle(ctx context.Context, host Host, raw []byte) (Response, bool) {
-	var req Request
-	// Unmarshal (not a Decoder) so trailing data is a syntax error too. Valid
-	// JSON that is not a request object is an invalid request, not a parse error.
-	decodeErr := json.Unmarshal(raw, &req)
-	var syntaxErr *json.SyntaxError
-	if errors.As(decodeErr, &syntaxErr) {
-		return Response{JSONRPC: "2.0", ID: json.RawMessage("null"), Error: newError(CodeParseError, KindParseError, "invalid JSON: "+decodeErr.Error())}, true
+// envelope is a request as received; ID is nil when absent (a notification).
+type envelope struct {
+	JSONRPC string         `json:"jsonrpc"`
+	ID      jsontext.Value `json:"id"`
+	Method  string         `json:"method"`
+	Params  jsontext.Value `json:"params"`
+}
+
+// handle serves one request and returns its encoded response; ok is false
+// for a notification. A result that does not fit in what is left of the
+// budget is answered with response_too_large.
+func (s *Server) handle(ctx context.Context, host Host, raw []byte, budget *responseBudget) ([]byte, bool) {
+	// Member names are matched exactly, as JSON-RPC spells them; trailing
+	// data is a syntax error. Valid JSON that is not a request object is an
+	// invalid request, not a parse error.
+	var req envelope
+	decodeErr := jsonv2.Unmarshal(raw, &req)
+	var syntaxErr *jsontext.SyntacticError
+	if errors.As(decodeErr, &syntaxErr) && syntaxErr.Err == jsontext.ErrDuplicateName && strings.HasPrefix(string(syntaxErr.JSONPointer), "/params/") {
+		// The params' own decoding refuses it, as invalid params.
+		decodeErr = jsonv2.Unmarshal(raw, &req, jsontext.AllowDuplicateNames(true))
 	}
-	id := req.ID
+	if errors.As(decodeErr, &syntaxErr) && syntaxErr.Err != jsontext.ErrDuplicateName {
+		return encodeError(nullID, newError(CodeParseError, KindParseError, "invalid JSON: "+strings.TrimPrefix(decodeErr.Error(), "jsontext: "))), true
+	}
+	// JSON-RPC 2.0: an id is a string, a number or null.
+	switch req.ID.Kind() {
+	case 0, '"', '0', 'n':
+	default:
+		return encodeError(nullID, newError(CodeInvalidRequest, KindInvalidRequest, "id must be a string, a number or null")), true
+	}
+	id := json.RawMessage(req.ID)
 	if len(id) == 0 {
-		id = json.RawMessage("null")
+		id = nullID
 	}
 	if decodeErr != nil || req.JSONRPC != "2.0" || req.Method == "" {
-		return Response{JSONRPC: "2.0", ID: id, Error: newError(CodeInvalidRequest, KindInvalidRequest, `a request is an object with "jsonrpc": "2.0" and a method name`)}, true
+		return encodeError(id, newError(CodeInvalidRequest, KindInvalidRequest, `a request is an object with "jsonrpc": "2.0" and a method name`)), true
 	}
 	m, found := s.methods[req.Method]
 	var result any
@@ -202,19 +285,33 @@ func (s *Server) handle(ctx context.Context, host Host, raw []byte) (Response, b
 	if !found {
 		err = newError(CodeMethodNotFound, KindMethodNotFound, "unknown method "+req.Method)
 	} else {
-		result, err = m(call{Server: s, host: host}, ctx, req.Params)
+		result, err = m(call{Server: s, host: host}, ctx, json.RawMessage(req.Params))
 	}
 	if len(req.ID) == 0 {
-		return Response{}, false
+		return nil, false
 	}
 	if err != nil {
-		return Response{JSONRPC: "2.0", ID: id, Error: s.toRPCError(req.Method, err)}, true
+		return encodeError(id, s.toRPCError(req.Method, err)), true
 	}
 	data, err := json.Marshal(result)
 	if err != nil {
-		return Response{JSONRPC: "2.0", ID: id, Error: s.toRPCError(req.Method, err)}, true
+		return encodeError(id, s.toRPCError(req.Method, err)), true
 	}
-	return Response{JSONRPC: "2.0", ID: id, Result: data}, true
+	if err := budget.take(req.Method, int64(len(data))); err != nil {
+		return encodeError(id, err), true
+	}
+	// Assembled by hand: marshalling a Response would copy the result twice more.
+	out := make([]byte, 0, len(data)+len(id)+40)
+	out = append(out, `{"jsonrpc":"2.0","id":`...)
+	out = append(out, id...)
+	out = append(out, `,"result":`...)
+	out = append(out, data...)
+	return append(out, '}'), true
+}
+
+func encodeError(id json.RawMessage, e *Error) []byte {
+	out, _ := json.Marshal(Response{JSONRPC: "2.0", ID: id, Error: e}) // plain data: cannot fail
+	return out
 }
 
 // toRPCError maps domain errors to typed JSON-RPC errors. Unknown errors are
@@ -254,20 +351,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
-}
-
-// decodeParams decodes params strictly: unknown fields are an error, so a
-// typo in a client is caught instead of silently ignored.
-func decodeParams(raw json.RawMessage, v any) error {
-	if len(raw) == 0 {
-		raw = json.RawMessage("{}")
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return newError(CodeInvalidParams, KindInvalidParams, "invalid params: "+strings.TrimPrefix(err.Error(), "json: "))
-	}
-	return nil
 }
 
 func invalidParams(msg string) error { return newError(CodeInvalidParams, KindInvalidParams, msg) }

@@ -47,7 +47,7 @@ func TestCreateSessionWithIDInstructionsAndTools(t *testing.T) {
 	if in.Kind != core.EntryInstructions || in.Key != "instructions.main" || in.Preview != "Be brief." {
 		t.Fatalf("instructions entry = %+v", in)
 	}
-	data, err := e.c.ReadBlob(bg, api.BlobReadParams{Ref: in.Content.Digest})
+	data, err := e.c.ReadBlob(bg, api.BlobReadParams{Ref: api.DigestRef(in.Content.Digest)})
 	if err != nil || string(data.Data) != "Be brief." {
 		t.Fatalf("instructions blob = %q, %v", data.Data, err)
 	}
@@ -163,15 +163,15 @@ func TestRunStartAndReadOutput(t *testing.T) {
 		t.Fatalf("runs/read = %+v", got)
 	}
 	out := got.Output
-	if out.VisibleText() != "echo: hello there" || out.MediaType != content.MediaJSON || out.ProviderKind != chat.ProviderKindMessage {
+	if out.VisibleText() != "echo: hello there" || out.Ref.MediaType != content.MediaJSON || out.Ref.ProviderKind != chat.ProviderKindMessage {
 		t.Fatalf("output = %+v", out)
 	}
 	// The ref names the stored native message, and the text is its projection.
-	native, err := e.c.ReadBlob(bg, api.BlobReadParams{Ref: out.Ref})
+	native, err := e.c.ReadBlob(bg, api.BlobReadParams{Ref: api.RefOf(out.Ref)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if content.Sum(native.Data) != out.Ref || !bytes.Contains(native.Data, []byte(`"content":"echo: hello there"`)) {
+	if content.Sum(native.Data) != out.Ref.Digest || !bytes.Contains(native.Data, []byte(`"content":"echo: hello there"`)) {
 		t.Fatalf("output blob %s = %s", out.Ref, native.Data)
 	}
 	// The model saw the instructions first, then the user's message.
@@ -747,13 +747,13 @@ func TestBlobsPutAndRead(t *testing.T) {
 	if put.Ref.Digest != content.Sum(data) || put.Ref.MediaType != "application/x-test" || put.Ref.ProviderKind != "" {
 		t.Fatalf("blobs/put = %+v", put.Ref)
 	}
-	got, err := e.c.ReadBlob(bg, api.BlobReadParams{Ref: put.Ref.Digest})
+	got, err := e.c.ReadBlob(bg, api.BlobReadParams{Ref: api.DigestRef(put.Ref.Digest)})
 	if err != nil || !bytes.Equal(got.Data, data) {
 		t.Fatalf("blobs/read = %q, %v", got.Data, err)
 	}
 	// The wire form of data is base64.
-	var raw map[string]string
-	if err := e.c.Call(bg, api.MethodBlobsRead, api.BlobReadParams{Ref: put.Ref.Digest}, &raw); err != nil || raw["data"] != "YmluYXJ5IAAB/yBhbmQgdGV4dA==" {
+	var raw map[string]any
+	if err := e.c.Call(bg, api.MethodBlobsRead, api.BlobReadParams{Ref: api.DigestRef(put.Ref.Digest)}, &raw); err != nil || raw["data"] != "YmluYXJ5IAAB/yBhbmQgdGV4dA==" {
 		t.Fatalf("raw blobs/read = %v, %v", raw, err)
 	}
 	plain, err := e.c.PutBlob(bg, []byte("plain"), "")
@@ -764,7 +764,7 @@ func TestBlobsPutAndRead(t *testing.T) {
 	if err != nil || empty.Ref.Digest != content.Sum(nil) {
 		t.Fatalf("empty blob = %+v, %v", empty, err)
 	}
-	if got, err := e.c.ReadBlob(bg, api.BlobReadParams{Ref: empty.Ref.Digest}); err != nil || len(got.Data) != 0 {
+	if got, err := e.c.ReadBlob(bg, api.BlobReadParams{Ref: api.DigestRef(empty.Ref.Digest)}); err != nil || len(got.Data) != 0 {
 		t.Fatalf("empty blob read = %q, %v", got.Data, err)
 	}
 }
@@ -772,7 +772,7 @@ func TestBlobsPutAndRead(t *testing.T) {
 func TestBlobsReadRejections(t *testing.T) {
 	e := newEnv(t)
 	absent := content.Sum([]byte("never stored"))
-	_, err := e.c.ReadBlob(bg, api.BlobReadParams{Ref: absent})
+	_, err := e.c.ReadBlob(bg, api.BlobReadParams{Ref: api.DigestRef(absent)})
 	rpcErr := wantKind(t, err, api.KindNotFound)
 	if rpcErr.Code != api.CodeDomain || !strings.Contains(rpcErr.Message, absent.String()) {
 		t.Fatalf("not found error = %+v", rpcErr)

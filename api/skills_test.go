@@ -17,7 +17,7 @@ func (e *env) skillSession(t *testing.T) string {
 	if _, err := e.c.CommitWorkspace(bg, api.WorkspaceCommitParams{Workspace: "acorn", Files: files}); err != nil {
 		t.Fatal(err)
 	}
-	return e.create(t, api.CreateSessionParams{Model: testModel(), Links: []core.Link{{Mount: "/work", Workspace: "acorn"}}})
+	return e.create(t, api.CreateSessionParams{Model: testModel(), Links: []api.LinkParam{{Mount: "/work", Workspace: "acorn"}}})
 }
 
 func skillEntries(cx api.ContextReadResult) []core.Entry {

@@ -57,9 +57,9 @@ type StorageReportResult struct {
 // grace to compute eligibility with (default: the server's --gc-grace); Limit bounds each holder list
 // (0: 100; at most 1000).
 type BlobHoldersParams struct {
-	Ref     content.Digest `json:"ref"`
-	GraceMs *int64         `json:"graceMs,omitempty"`
-	Limit   int            `json:"limit,omitempty"`
+	Ref     RefParam `json:"ref"`
+	GraceMs *int64   `json:"graceMs,omitempty"`
+	Limit   int      `json:"limit,omitempty"`
 }
 
 // BlobHoldersResult describes a blob and its holders. Each list is sorted
@@ -67,15 +67,19 @@ type BlobHoldersParams struct {
 // true when any holder or the constant pin keeps the blob; EligibleAtMs is
 // TouchedAtMs + GraceMs, after which an unheld blob may be collected, and
 // Collectable says a pass starting now would collect it.
+//
+// The catalog keeps digests, not media types: Ref has the media type the
+// params gave (application/octet-stream for a digest string), Parents have
+// application/octet-stream.
 type BlobHoldersResult struct {
-	Ref          content.Digest `json:"ref"`
-	Size         int64          `json:"size"`
-	Storage      string         `json:"storage"` // "inline" or "object"
-	TouchedAtMs  int64          `json:"touchedAtMs"`
-	GraceMs      int64          `json:"graceMs"`
-	EligibleAtMs int64          `json:"eligibleAtMs"`
-	Held         bool           `json:"held"`
-	Collectable  bool           `json:"collectable"`
+	Ref          content.ContentRef `json:"ref"`
+	Size         int64              `json:"size"`
+	Storage      string             `json:"storage"` // "inline" or "object"
+	TouchedAtMs  int64              `json:"touchedAtMs"`
+	GraceMs      int64              `json:"graceMs"`
+	EligibleAtMs int64              `json:"eligibleAtMs"`
+	Held         bool               `json:"held"`
+	Collectable  bool               `json:"collectable"`
 	// Constant: one of the pinned constant blobs, never collected.
 	Constant             bool                     `json:"constant"`
 	Sessions             []string                 `json:"sessions"`
@@ -85,7 +89,7 @@ type BlobHoldersResult struct {
 	Snapshot             bool                     `json:"snapshot"`
 	Workspaces           []string                 `json:"workspaces"`
 	WorkspacesTruncated  bool                     `json:"workspacesTruncated,omitempty"`
-	Parents              []content.Digest         `json:"parents"`
+	Parents              []content.ContentRef     `json:"parents"`
 	ParentsTruncated     bool                     `json:"parentsTruncated,omitempty"`
 }
 
@@ -185,19 +189,19 @@ func (c call) blobHolders(ctx context.Context, p BlobHoldersParams) (BlobHolders
 	if err != nil {
 		return BlobHoldersResult{}, err
 	}
-	h, err := r.BlobHolders(ctx, p.Ref, limit)
+	h, err := r.BlobHolders(ctx, p.Ref.Digest, limit)
 	if err != nil {
 		return BlobHoldersResult{}, err // a *blob.NotFoundError is not_found
 	}
 	out := BlobHoldersResult{
-		Ref: h.Digest, Size: h.Size, Storage: StorageInline,
+		Ref: p.Ref.Ref(unknownMediaType), Size: h.Size, Storage: StorageInline,
 		TouchedAtMs: h.TouchedAt.UnixMilli(), GraceMs: grace.Milliseconds(),
 		Constant: constantBlobs()[h.Digest],
 		Sessions: nonNil(h.Sessions), SessionsTruncated: h.SessionsTruncated,
 		Checkpoints: nonNil(h.Checkpoints), CheckpointsTruncated: h.CheckpointsTruncated,
 		Snapshot:   h.Snapshot,
 		Workspaces: nonNil(h.Workspaces), WorkspacesTruncated: h.WorkspacesTruncated,
-		Parents: nonNil(h.Parents), ParentsTruncated: h.ParentsTruncated,
+		Parents: unknownRefs(h.Parents), ParentsTruncated: h.ParentsTruncated,
 	}
 	if h.Object {
 		out.Storage = StorageObject
@@ -208,6 +212,19 @@ func (c call) blobHolders(ctx context.Context, p BlobHoldersParams) (BlobHolders
 	// The collector's cutoff is strict (touched before now - grace).
 	out.Collectable = !out.Held && time.UnixMilli(c.host.NowMs()).After(eligible)
 	return out, nil
+}
+
+// unknownMediaType is the media type of a ref whose media type the server
+// does not know: bytes of no stated type.
+const unknownMediaType = "application/octet-stream"
+
+// unknownRefs are refs of digests whose media types the server does not keep.
+func unknownRefs(ds []content.Digest) []content.ContentRef {
+	out := make([]content.ContentRef, len(ds))
+	for i, d := range ds {
+		out[i] = content.ContentRef{Digest: d, MediaType: unknownMediaType}
+	}
+	return out
 }
 
 // nonNil makes an empty list encode as [] rather than null.

@@ -112,11 +112,11 @@ func TestBlobHoldersNamesHoldersAndEligibility(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := put.Ref.Digest
-	h, err := c.BlobHolders(ctx, api.BlobHoldersParams{Ref: d})
+	h, err := c.BlobHolders(ctx, api.BlobHoldersParams{Ref: api.DigestRef(d)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Ref != d || h.Size != int64(len("loose bytes")) || h.Storage != api.StorageInline || h.Held || h.Constant || h.Collectable ||
+	if h.Ref.Digest != d || h.Size != int64(len("loose bytes")) || h.Storage != api.StorageInline || h.Held || h.Constant || h.Collectable ||
 		h.GraceMs != retention.DefaultGrace.Milliseconds() || h.EligibleAtMs != h.TouchedAtMs+h.GraceMs {
 		t.Fatalf("holders of a loose blob = %+v", h)
 	}
@@ -125,7 +125,7 @@ func TestBlobHoldersNamesHoldersAndEligibility(t *testing.T) {
 	}
 	time.Sleep(3 * time.Millisecond) // past touchedAt + 0
 	zero := int64(0)
-	h, err = c.BlobHolders(ctx, api.BlobHoldersParams{Ref: d, GraceMs: &zero})
+	h, err = c.BlobHolders(ctx, api.BlobHoldersParams{Ref: api.DigestRef(d), GraceMs: &zero})
 	if err != nil || !h.Collectable || h.EligibleAtMs != h.TouchedAtMs || h.GraceMs != 0 {
 		t.Fatalf("holders at grace 0 = %+v, %v; want collectable now", h, err)
 	}
@@ -134,7 +134,7 @@ func TestBlobHoldersNamesHoldersAndEligibility(t *testing.T) {
 	if _, err := c.CreateSession(ctx, api.CreateSessionParams{SessionID: "s1", Model: testModel(), Instructions: "loose bytes"}); err != nil {
 		t.Fatal(err)
 	}
-	h, err = c.BlobHolders(ctx, api.BlobHoldersParams{Ref: d, GraceMs: &zero})
+	h, err = c.BlobHolders(ctx, api.BlobHoldersParams{Ref: api.DigestRef(d), GraceMs: &zero})
 	if err != nil || !h.Held || h.Collectable || !slices.Equal(h.Sessions, []string{"s1"}) {
 		t.Fatalf("holders of a rooted blob = %+v, %v", h, err)
 	}
@@ -153,20 +153,20 @@ func TestBlobHoldersNamesHoldersAndEligibility(t *testing.T) {
 
 	// The constant blobs are pinned, whoever holds them.
 	constant := content.Sum(core.ConstantBlobs()[0])
-	h, err = c.BlobHolders(ctx, api.BlobHoldersParams{Ref: constant, GraceMs: &zero})
+	h, err = c.BlobHolders(ctx, api.BlobHoldersParams{Ref: api.DigestRef(constant), GraceMs: &zero})
 	if err != nil || !h.Constant || !h.Held || h.Collectable {
 		t.Fatalf("holders of a constant blob = %+v, %v", h, err)
 	}
 
 	// Bad requests are typed.
-	_, err = c.BlobHolders(ctx, api.BlobHoldersParams{Ref: content.Sum([]byte("never put"))})
+	_, err = c.BlobHolders(ctx, api.BlobHoldersParams{Ref: api.DigestRef(content.Sum([]byte("never put")))})
 	wantKind(t, err, api.KindNotFound)
 	err = c.Call(ctx, api.MethodBlobsHolders, map[string]any{}, nil) // no ref
 	wantKind(t, err, api.KindInvalidParams)
 	negative := int64(-1)
-	_, err = c.BlobHolders(ctx, api.BlobHoldersParams{Ref: d, GraceMs: &negative})
+	_, err = c.BlobHolders(ctx, api.BlobHoldersParams{Ref: api.DigestRef(d), GraceMs: &negative})
 	wantKind(t, err, api.KindInvalidParams)
-	_, err = c.BlobHolders(ctx, api.BlobHoldersParams{Ref: d, Limit: -1})
+	_, err = c.BlobHolders(ctx, api.BlobHoldersParams{Ref: api.DigestRef(d), Limit: -1})
 	wantKind(t, err, api.KindInvalidParams)
 	err = c.Call(ctx, api.MethodBlobsHolders, map[string]any{"ref": "sha256:nothex"}, nil)
 	wantKind(t, err, api.KindInvalidParams)
@@ -198,10 +198,10 @@ func TestStorageHostedReportsTheCallersUniverse(t *testing.T) {
 	_, err = b.StorageReport(ctx, api.StorageReportParams{SessionID: "only-in-a"})
 	wantKind(t, err, api.KindNotFound)
 	secret := content.Sum([]byte("a's secret"))
-	if h, err := a.BlobHolders(ctx, api.BlobHoldersParams{Ref: secret}); err != nil || !slices.Equal(h.Sessions, []string{"only-in-a"}) {
+	if h, err := a.BlobHolders(ctx, api.BlobHoldersParams{Ref: api.DigestRef(secret)}); err != nil || !slices.Equal(h.Sessions, []string{"only-in-a"}) {
 		t.Fatalf("a's holders = %+v, %v", h, err)
 	}
-	_, err = b.BlobHolders(ctx, api.BlobHoldersParams{Ref: secret})
+	_, err = b.BlobHolders(ctx, api.BlobHoldersParams{Ref: api.DigestRef(secret)})
 	wantKind(t, err, api.KindNotFound)
 }
 
@@ -221,7 +221,7 @@ func TestStorageReportUnsupportedStore(t *testing.T) {
 	c := api.NewClient(srv.URL, nil)
 	_, err := c.StorageReport(ctx, api.StorageReportParams{})
 	wantKind(t, err, api.KindUnsupported)
-	_, err = c.BlobHolders(ctx, api.BlobHoldersParams{Ref: content.Sum(core.ConstantBlobs()[0])})
+	_, err = c.BlobHolders(ctx, api.BlobHoldersParams{Ref: api.DigestRef(content.Sum(core.ConstantBlobs()[0]))})
 	wantKind(t, err, api.KindUnsupported)
 }
 
@@ -237,7 +237,7 @@ func TestBlobHoldersDefaultsToTheServersGrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := c.BlobHolders(ctx, api.BlobHoldersParams{Ref: put.Ref.Digest})
+	h, err := c.BlobHolders(ctx, api.BlobHoldersParams{Ref: api.DigestRef(put.Ref.Digest)})
 	if err != nil || h.GraceMs != (2*time.Hour).Milliseconds() || h.EligibleAtMs != h.TouchedAtMs+h.GraceMs {
 		t.Fatalf("holders = %+v, %v; want the server's 2h grace", h, err)
 	}

@@ -133,7 +133,8 @@ func TestTranscript_WireShape(t *testing.T) {
 		t.Fatalf("last event %s, display %v", last["kind"], d)
 	}
 	c, _ := d["content"].(map[string]any)
-	if c["text"] != "echo: hi" || c["ref"] == nil || c["mediaType"] == nil {
+	ref, _ := c["ref"].(map[string]any)
+	if c["text"] != "echo: hi" || ref["digest"] == nil || ref["mediaType"] == nil {
 		t.Fatalf("output content %v", c)
 	}
 	resp = e.postOne(t, `{"jsonrpc":"2.0","id":2,"method":"session/transcript/read","params":{"sessionId":"`+sid+`","limit":2,"from":3}}`)

@@ -33,12 +33,21 @@ type CreateSessionParams struct {
 	// ProviderParams are the API kind's versioned request parameters.
 	ProviderParams json.RawMessage `json:"providerParams,omitempty"`
 	// Links mount workspaces and snapshots into the session's files.
-	Links []core.Link `json:"links,omitempty"`
+	Links []LinkParam `json:"links,omitempty"`
 	// Compaction is the compaction policy: {mode, thresholdTokens?, targetTokens?}.
 	Compaction *core.Compaction `json:"compaction,omitempty"`
 	// Transcription is the model that transcribes audio input:
 	// {providerId, model}; without it audio input is refused.
 	Transcription *core.Transcription `json:"transcription,omitempty"`
+}
+
+// LinkParam mounts a workspace ({mount, workspace}) or a snapshot ({mount,
+// snapshot}, the ref vfs/snapshots/create returned or its digest string)
+// into a session's files.
+type LinkParam struct {
+	Mount     string    `json:"mount"`
+	Workspace string    `json:"workspace,omitempty"`
+	Snapshot  *RefParam `json:"snapshot,omitempty"`
 }
 
 type CreateSessionResult struct {
@@ -80,13 +89,13 @@ type SessionListResult struct {
 }
 
 // InputPart is one piece of run input: {type:"text", text} or
-// {type:"audio", ref, filename}, ref being the ContentRef blobs/put returned
+// {type:"audio", ref, filename}, ref being the ref object blobs/put returned
 // for audio bytes uploaded under an audio/* media type.
 type InputPart struct {
-	Type     string              `json:"type"`
-	Text     string              `json:"text,omitempty"`
-	Ref      *content.ContentRef `json:"ref,omitempty"`
-	Filename string              `json:"filename,omitempty"`
+	Type     string    `json:"type"`
+	Text     string    `json:"text,omitempty"`
+	Ref      *RefParam `json:"ref,omitempty"`
+	Filename string    `json:"filename,omitempty"`
 }
 
 type RunStartParams struct {
@@ -109,11 +118,9 @@ type RunParams struct {
 	RunID     string `json:"runId"`
 }
 
-// RunOutput is a run's terminal output descriptor with its projected text.
+// RunOutput is a run's terminal output: its ref and projected text.
 type RunOutput struct {
-	Ref          content.Digest `json:"ref"`
-	MediaType    string         `json:"mediaType"`
-	ProviderKind string         `json:"providerKind,omitempty"`
+	Ref content.ContentRef `json:"ref"`
 	// Text is the full visible text; absent for media, which has none.
 	Text *string `json:"text,omitempty"`
 	// Refusal says Text is the model's refusal: the run completed with
@@ -166,14 +173,15 @@ type ContextReadResult struct {
 
 // ContextAppendParams append one entry: its content is either text, stored
 // by the call, or ref, an existing text blob of the universe (e.g. a file
-// uploaded with blobs/put), admitted without re-sending its bytes.
+// uploaded with blobs/put), admitted without re-sending its bytes. A ref
+// given as a digest string is read as text/plain; charset=utf-8.
 type ContextAppendParams struct {
-	SessionID        string              `json:"sessionId"`
-	Key              string              `json:"key,omitempty"`
-	Kind             string              `json:"kind"`
-	Text             string              `json:"text,omitempty"`
-	Ref              *content.ContentRef `json:"ref,omitempty"`
-	ExpectedRevision *int64              `json:"expectedRevision,omitempty"`
+	SessionID        string    `json:"sessionId"`
+	Key              string    `json:"key,omitempty"`
+	Kind             string    `json:"kind"`
+	Text             string    `json:"text,omitempty"`
+	Ref              *RefParam `json:"ref,omitempty"`
+	ExpectedRevision *int64    `json:"expectedRevision,omitempty"`
 }
 
 type ContextAppendResult struct {
@@ -200,12 +208,18 @@ type BlobPutResult struct {
 	Ref content.ContentRef `json:"ref"`
 }
 
+// BlobReadParams read a blob, or the part of it from Offset on, at most
+// Length bytes (without Length, to the end).
 type BlobReadParams struct {
-	Ref content.Digest `json:"ref"`
+	Ref    RefParam `json:"ref"`
+	Offset int64    `json:"offset,omitempty"`
+	Length *int64   `json:"length,omitempty"`
 }
 
+// BlobReadResult is the bytes read and the blob's whole size.
 type BlobReadResult struct {
 	Data []byte `json:"data"`
+	Size int64  `json:"size"`
 }
 
 // VisibleText is the output's text, or "" for media.

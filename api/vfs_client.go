@@ -37,7 +37,7 @@ func (c *Client) CreateSnapshot(ctx context.Context, workspace string) (Snapshot
 }
 
 // ReadSnapshot calls vfs/snapshots/read.
-func (c *Client) ReadSnapshot(ctx context.Context, snapshot string) (SnapshotReadResult, error) {
+func (c *Client) ReadSnapshot(ctx context.Context, snapshot RefParam) (SnapshotReadResult, error) {
 	var r SnapshotReadResult
 	return r, c.Call(ctx, MethodSnapshotsRead, SnapshotParams{Snapshot: snapshot}, &r)
 }
@@ -63,5 +63,9 @@ func (c *Client) ListFiles(ctx context.Context, p FileParams) (FileListResult, e
 // MissingBlobs calls blobs/missing.
 func (c *Client) MissingBlobs(ctx context.Context, digests []content.Digest) (BlobsMissingResult, error) {
 	var r BlobsMissingResult
-	return r, c.Call(ctx, MethodBlobsMissing, BlobsMissingParams{Digests: digests}, &r)
+	refs := make([]RefParam, len(digests))
+	for i, d := range digests {
+		refs[i] = DigestRef(d)
+	}
+	return r, c.Call(ctx, MethodBlobsMissing, BlobsMissingParams{Digests: refs}, &r)
 }

@@ -85,17 +85,6 @@ func (s call) files() (runtime.Files, error) {
 	return f, nil
 }
 
-func parseDigest(field, v string) (content.Digest, error) {
-	if v == "" {
-		return content.Digest{}, invalidParams(field + " is required")
-	}
-	d, err := content.ParseDigest(v)
-	if err != nil {
-		return content.Digest{}, invalidParams(field + ": " + err.Error())
-	}
-	return d, nil
-}
-
 func checkExpected(rev *int64) error {
 	if rev != nil && *rev < 0 {
 		return invalidParams("expectedRevision must not be negative")
@@ -125,8 +114,8 @@ func (s call) createWorkspace(ctx context.Context, p WorkspaceCreateParams) (Wor
 		return WorkspaceResult{}, err
 	}
 	var head content.Digest
-	if p.Snapshot != "" {
-		if head, err = parseDigest("snapshot", p.Snapshot); err != nil {
+	if p.Snapshot != nil {
+		if head, err = snapshotDigest("snapshot", p.Snapshot); err != nil {
 			return WorkspaceResult{}, err
 		}
 		if _, err := files.Snapshot(ctx, head); err != nil {
@@ -151,8 +140,11 @@ func (s call) listWorkspaces(ctx context.Context, p WorkspaceListParams) (Worksp
 	if err != nil {
 		return WorkspaceListResult{}, err
 	}
+	if p.Limit < 0 {
+		return WorkspaceListResult{}, invalidParams("limit must not be negative")
+	}
 	limit := p.Limit
-	if limit <= 0 || limit > maxWorkspaceList {
+	if limit == 0 || limit > maxWorkspaceList {
 		limit = maxWorkspaceList
 	}
 	list, err := files.Workspaces(ctx, p.After, limit)
@@ -318,7 +310,7 @@ func (s call) createSnapshot(ctx context.Context, p WorkspaceParams) (SnapshotCr
 	if _, err := files.PutSnapshot(ctx, w.Head); err != nil {
 		return SnapshotCreateResult{}, err
 	}
-	return SnapshotCreateResult{Snapshot: w.Head, Files: m.Totals.Files, Bytes: m.Totals.Bytes}, nil
+	return SnapshotCreateResult{Snapshot: snapshotRef(w.Head), Files: m.Totals.Files, Bytes: m.Totals.Bytes}, nil
 }
 
 func (s call) readSnapshot(ctx context.Context, p SnapshotParams) (SnapshotReadResult, error) {
@@ -326,7 +318,7 @@ func (s call) readSnapshot(ctx context.Context, p SnapshotParams) (SnapshotReadR
 	if err != nil {
 		return SnapshotReadResult{}, err
 	}
-	d, err := parseDigest("snapshot", p.Snapshot)
+	d, err := snapshotDigest("snapshot", &p.Snapshot)
 	if err != nil {
 		return SnapshotReadResult{}, err
 	}
@@ -337,7 +329,7 @@ func (s call) readSnapshot(ctx context.Context, p SnapshotParams) (SnapshotReadR
 	if err != nil {
 		return SnapshotReadResult{}, err
 	}
-	return SnapshotReadResult{Snapshot: d, Files: m.Files, FileCount: m.Totals.Files, Bytes: m.Totals.Bytes}, nil
+	return SnapshotReadResult{Snapshot: snapshotRef(d), Files: m.Files, FileCount: m.Totals.Files, Bytes: m.Totals.Bytes}, nil
 }
 
 // tree loads the manifest p names: a workspace's head or a recorded snapshot.
@@ -346,7 +338,7 @@ func (s call) tree(ctx context.Context, p FileParams) (vfs.Manifest, error) {
 	if err != nil {
 		return vfs.Manifest{}, err
 	}
-	if (p.Workspace == "") == (p.Snapshot == "") {
+	if (p.Workspace == "") == (p.Snapshot == nil) {
 		return vfs.Manifest{}, invalidParams("name exactly one of workspace and snapshot")
 	}
 	var d content.Digest
@@ -360,7 +352,7 @@ func (s call) tree(ctx context.Context, p FileParams) (vfs.Manifest, error) {
 		}
 		d = w.Head
 	} else {
-		if d, err = parseDigest("snapshot", p.Snapshot); err != nil {
+		if d, err = snapshotDigest("snapshot", p.Snapshot); err != nil {
 			return vfs.Manifest{}, err
 		}
 		if _, err := files.Snapshot(ctx, d); err != nil {
@@ -474,9 +466,16 @@ func (s call) missingBlobs(ctx context.Context, p BlobsMissingParams) (BlobsMiss
 	if len(p.Digests) > MaxBlobsMissing {
 		return BlobsMissingResult{}, invalidParams(fmt.Sprintf("at most %d digests per call, got %d", MaxBlobsMissing, len(p.Digests)))
 	}
+	digests := make([]content.Digest, len(p.Digests))
+	for i, r := range p.Digests {
+		if r.IsZero() {
+			return BlobsMissingResult{}, invalidParams(fmt.Sprintf("digests[%d] is empty", i))
+		}
+		digests[i] = r.Digest
+	}
 	// A client that skips an upload because the bytes are here is about to
 	// reference them: the answer renews their grace like an admission.
-	missing, err := s.host.Blobs().Touch(ctx, p.Digests)
+	missing, err := s.host.Blobs().Touch(ctx, digests)
 	if missing == nil {
 		missing = []content.Digest{}
 	}

@@ -233,17 +233,17 @@ func TestVFS_Snapshots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if snap.Snapshot != committed.Head.Ref.Digest || snap.Files != 2 || snap.Bytes != 3 {
+	if snap.Snapshot != committed.Head.Ref || snap.Files != 2 || snap.Bytes != 3 {
 		t.Fatalf("snapshot %+v of head %+v", snap, committed.Head)
 	}
-	if _, err := e.log.Snapshot(bg, snap.Snapshot); err != nil {
+	if _, err := e.log.Snapshot(bg, snap.Snapshot.Digest); err != nil {
 		t.Fatalf("snapshot not recorded: %v", err)
 	}
 	// The workspace moves on; the snapshot keeps its tree.
 	if _, err := e.c.WriteFile(bg, api.FileWriteParams{Workspace: "w", Path: "two.txt", Data: []byte("changed")}); err != nil {
 		t.Fatal(err)
 	}
-	read, err := e.c.ReadSnapshot(bg, snap.Snapshot.String())
+	read, err := e.c.ReadSnapshot(bg, api.RefOf(snap.Snapshot))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,24 +251,24 @@ func TestVFS_Snapshots(t *testing.T) {
 	if read.Snapshot != snap.Snapshot || read.FileCount != 2 || read.Bytes != 3 || !reflect.DeepEqual(read.Files, want.Files) {
 		t.Fatalf("snapshot read %+v, want files %+v", read, want.Files)
 	}
-	got, err := e.c.ReadFile(bg, api.FileParams{Snapshot: snap.Snapshot.String(), Path: "two.txt"})
+	got, err := e.c.ReadFile(bg, api.FileParams{Snapshot: refp(snap.Snapshot), Path: "two.txt"})
 	if err != nil || string(got.Data) != "22" {
 		t.Fatalf("read from snapshot: %+v, %v", got, err)
 	}
-	list, err := e.c.ListFiles(bg, api.FileParams{Snapshot: snap.Snapshot.String(), Path: "x"})
+	list, err := e.c.ListFiles(bg, api.FileParams{Snapshot: refp(snap.Snapshot), Path: "x"})
 	if err != nil || len(list.Entries) != 1 || list.Entries[0].Path != "x/one.txt" {
 		t.Fatalf("list snapshot: %+v, %v", list, err)
 	}
 
 	// A workspace can start from a recorded snapshot, not from any blob.
-	fork, err := e.c.CreateWorkspace(bg, api.WorkspaceCreateParams{Workspace: "fork", Snapshot: snap.Snapshot.String()})
-	if err != nil || fork.Head.Ref.Digest != snap.Snapshot || fork.Revision != 1 {
+	fork, err := e.c.CreateWorkspace(bg, api.WorkspaceCreateParams{Workspace: "fork", Snapshot: refp(snap.Snapshot)})
+	if err != nil || fork.Head.Ref != snap.Snapshot || fork.Revision != 1 {
 		t.Fatalf("fork: %+v, %v", fork, err)
 	}
-	unrecorded := e.workspace(t, "w").Head.Ref.Digest.String()
-	_, err = e.c.ReadSnapshot(bg, unrecorded)
+	unrecorded := e.workspace(t, "w").Head.Ref
+	_, err = e.c.ReadSnapshot(bg, api.RefOf(unrecorded))
 	wantKind(t, err, api.KindNotFound)
-	_, err = e.c.CreateWorkspace(bg, api.WorkspaceCreateParams{Workspace: "fork2", Snapshot: unrecorded})
+	_, err = e.c.CreateWorkspace(bg, api.WorkspaceCreateParams{Workspace: "fork2", Snapshot: refp(unrecorded)})
 	wantKind(t, err, api.KindNotFound)
 	_, err = e.c.CreateSnapshot(bg, "absent")
 	wantKind(t, err, api.KindNotFound)
@@ -357,8 +357,7 @@ func TestVFS_BadParams(t *testing.T) {
 			return err
 		}},
 		{"create bad snapshot", api.KindInvalidParams, func() error {
-			_, err := e.c.CreateWorkspace(bg, api.WorkspaceCreateParams{Workspace: "x", Snapshot: "sha256:xyz"})
-			return err
+			return e.c.Call(bg, api.MethodWorkspacesCreate, map[string]any{"workspace": "x", "snapshot": "sha256:xyz"}, nil)
 		}},
 		{"read bad name", api.KindInvalidParams, func() error { _, err := e.c.ReadWorkspace(bg, "../w"); return err }},
 		{"commit no files", api.KindInvalidParams, func() error {
@@ -422,7 +421,7 @@ func TestVFS_BadParams(t *testing.T) {
 			return err
 		}},
 		{"read both", api.KindInvalidParams, func() error {
-			_, err := e.c.ReadFile(bg, api.FileParams{Workspace: "w", Snapshot: snap.Snapshot.String(), Path: "a.txt"})
+			_, err := e.c.ReadFile(bg, api.FileParams{Workspace: "w", Snapshot: refp(snap.Snapshot), Path: "a.txt"})
 			return err
 		}},
 		{"read neither", api.KindInvalidParams, func() error {
@@ -430,8 +429,7 @@ func TestVFS_BadParams(t *testing.T) {
 			return err
 		}},
 		{"read bad snapshot", api.KindInvalidParams, func() error {
-			_, err := e.c.ReadFile(bg, api.FileParams{Snapshot: "sha256:12", Path: "a.txt"})
-			return err
+			return e.c.Call(bg, api.MethodFilesRead, map[string]any{"snapshot": "sha256:12", "path": "a.txt"}, nil)
 		}},
 		{"read bad path", api.KindInvalidParams, func() error {
 			_, err := e.c.ReadFile(bg, api.FileParams{Workspace: "w", Path: "a/../../b"})
@@ -462,7 +460,7 @@ func TestVFS_BadParams(t *testing.T) {
 			_, err := e.c.ListFiles(bg, api.FileParams{Workspace: "w", Path: "x//y"})
 			return err
 		}},
-		{"snapshot read no digest", api.KindInvalidParams, func() error { _, err := e.c.ReadSnapshot(bg, ""); return err }},
+		{"snapshot read no digest", api.KindInvalidParams, func() error { _, err := e.c.ReadSnapshot(bg, api.RefParam{}); return err }},
 		{"snapshot create bad name", api.KindInvalidParams, func() error { _, err := e.c.CreateSnapshot(bg, ""); return err }},
 	}
 	for _, c := range cases {

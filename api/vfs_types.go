@@ -1,6 +1,9 @@
 package api
 
 import (
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/cairn-agents/cairn/content"
 	"github.com/cairn-agents/cairn/vfs"
 )
@@ -44,9 +47,9 @@ type WorkspaceParams struct {
 
 type WorkspaceCreateParams struct {
 	Workspace string `json:"workspace"`
-	// Snapshot is the manifest digest of a recorded snapshot to start from;
-	// empty starts from an empty tree.
-	Snapshot string `json:"snapshot,omitempty"`
+	// Snapshot is a recorded snapshot to start from; absent starts from an
+	// empty tree.
+	Snapshot *RefParam `json:"snapshot,omitempty"`
 }
 
 // WorkspaceResult is a workspace's revision and head after a change.
@@ -89,33 +92,67 @@ type WorkspaceReadResult struct {
 type WorkspaceCommitParams struct {
 	Workspace        string      `json:"workspace"`
 	ExpectedRevision *int64      `json:"expectedRevision,omitempty"`
-	Files            []vfs.Entry `json:"files"`
+	Files            CommitFiles `json:"files"`
 }
 
+// CommitFiles are the files of a committed tree: [{path, ref, size}], each
+// ref a ref object or a digest string. A digest string gets the media type
+// its path suggests (text for well-known text extensions, else binary).
+type CommitFiles []vfs.Entry
+
+// fileEntryParam is one file of CommitFiles as received.
+type fileEntryParam struct {
+	Path string   `json:"path"`
+	Ref  RefParam `json:"ref"`
+	Size int64    `json:"size"`
+}
+
+// UnmarshalJSONFrom decodes the files with the decoder's own (strict)
+// options, so errors name their place (files[2].ref).
+func (f *CommitFiles) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	var in []fileEntryParam
+	if err := jsonv2.UnmarshalDecode(dec, &in); err != nil {
+		return err
+	}
+	if in == nil {
+		*f = nil // absent or null: refused as missing
+		return nil
+	}
+	out := make(CommitFiles, len(in))
+	for i, e := range in {
+		// The bytes are not read for a digest string: a NUL stands for them,
+		// so an unknown extension means binary.
+		out[i] = vfs.Entry{Path: e.Path, Ref: e.Ref.Ref(vfs.MediaTypeFor(e.Path, []byte{0})), Size: e.Size}
+	}
+	*f = out
+	return nil
+}
+
+// SnapshotCreateResult names the snapshot by the ref of its manifest.
 type SnapshotCreateResult struct {
-	Snapshot content.Digest `json:"snapshot"`
-	Files    int64          `json:"files"`
-	Bytes    int64          `json:"bytes"`
+	Snapshot content.ContentRef `json:"snapshot"`
+	Files    int64              `json:"files"`
+	Bytes    int64              `json:"bytes"`
 }
 
 type SnapshotParams struct {
-	Snapshot string `json:"snapshot"`
+	Snapshot RefParam `json:"snapshot"`
 }
 
 // SnapshotReadResult lists every file of a snapshot, in path order.
 type SnapshotReadResult struct {
-	Snapshot  content.Digest `json:"snapshot"`
-	Files     []vfs.Entry    `json:"files"`
-	FileCount int64          `json:"fileCount"`
-	Bytes     int64          `json:"bytes"`
+	Snapshot  content.ContentRef `json:"snapshot"`
+	Files     []vfs.Entry        `json:"files"`
+	FileCount int64              `json:"fileCount"`
+	Bytes     int64              `json:"bytes"`
 }
 
 // FileParams name a file (or, for vfs/files/list, a directory; empty is the
 // root) in exactly one of a workspace's head and a snapshot.
 type FileParams struct {
-	Workspace string `json:"workspace,omitempty"`
-	Snapshot  string `json:"snapshot,omitempty"`
-	Path      string `json:"path,omitempty"`
+	Workspace string    `json:"workspace,omitempty"`
+	Snapshot  *RefParam `json:"snapshot,omitempty"`
+	Path      string    `json:"path,omitempty"`
 }
 
 type FileReadResult struct {
@@ -147,10 +184,13 @@ type FileListResult struct {
 	Entries []FileListEntry `json:"entries"`
 }
 
+// BlobsMissingParams name blobs by ref (object or digest string).
 type BlobsMissingParams struct {
-	Digests []content.Digest `json:"digests"`
+	Digests []RefParam `json:"digests"`
 }
 
+// BlobsMissingResult lists the digests of the named blobs the universe does
+// not hold: digests, not refs, since there are no bytes to read.
 type BlobsMissingResult struct {
 	Missing []content.Digest `json:"missing"`
 }

@@ -146,7 +146,7 @@ func TestE2E_RejectionsAreTypedAndChangeNothing(t *testing.T) {
 		}, core.RejectSessionExists},
 		{"unknown method", func() error { return c.Call(ctx, "session/nope", map[string]any{}, nil) }, api.KindMethodNotFound},
 		{"missing blob", func() error {
-			_, err := c.ReadBlob(ctx, api.BlobReadParams{Ref: core.ToolCancelledRef.Digest})
+			_, err := c.ReadBlob(ctx, api.BlobReadParams{Ref: api.DigestRef(core.ToolCancelledRef.Digest)})
 			return err
 		}, ""}, // the constants are stored at start, so this one exists
 	}

@@ -72,12 +72,12 @@ func TestE2E_HostedModeOnPostgresAndS3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := a.ReadBlob(ctx, api.BlobReadParams{Ref: put.Ref.Digest})
+	got, err := a.ReadBlob(ctx, api.BlobReadParams{Ref: api.DigestRef(put.Ref.Digest)})
 	if err != nil || !bytes.Equal(got.Data, big) {
 		t.Fatalf("reading the large blob back: %v", err)
 	}
 	b := srv.client().WithAPIKey(keyB)
-	if _, err := b.ReadBlob(ctx, api.BlobReadParams{Ref: put.Ref.Digest}); kindOf(err) != api.KindNotFound {
+	if _, err := b.ReadBlob(ctx, api.BlobReadParams{Ref: api.DigestRef(put.Ref.Digest)}); kindOf(err) != api.KindNotFound {
 		t.Fatalf("universe globex read acme's blob: %v", err)
 	}
 	if _, err := b.ReadSession(ctx, "notes"); kindOf(err) != api.KindNotFound {

@@ -126,20 +126,19 @@ type Display struct {
 	Entries         []TranscriptEntry `json:"entries,omitempty"`
 }
 
-// Content is stored content as shown: its ref and media type, and Text (the
-// full visible text) or Preview (bounded), or neither for media.
+// Content is stored content as shown: its ref (the shape every API result
+// gives a ref), and Text (the full visible text) or Preview (bounded), or
+// neither for media.
 type Content struct {
-	Ref          content.Digest `json:"ref"`
-	MediaType    string         `json:"mediaType"`
-	ProviderKind string         `json:"providerKind,omitempty"`
-	Text         *string        `json:"text,omitempty"`
+	Ref  content.ContentRef `json:"ref"`
+	Text *string            `json:"text,omitempty"`
 	// Refusal marks Text as the model's refusal (see Visible).
 	Refusal bool   `json:"refusal,omitempty"`
 	Preview string `json:"preview,omitempty"`
 }
 
 // IsMedia reports whether the content is shown by ref and media type alone.
-func (c Content) IsMedia() bool { return !textual(c.MediaType, c.ProviderKind) }
+func (c Content) IsMedia() bool { return !textual(c.Ref.MediaType, c.Ref.ProviderKind) }
 
 // TranscriptEntry is a context entry as shown; its content fields are inline.
 type TranscriptEntry struct {
@@ -347,7 +346,7 @@ func (p projector) input(ctx context.Context, items []core.InputItem) ([]Content
 }
 
 func describe(ref content.ContentRef) Content {
-	return Content{Ref: ref.Digest, MediaType: ref.MediaType, ProviderKind: ref.ProviderKind}
+	return Content{Ref: ref}
 }
 
 // full shows content with a text form as its full visible text, other

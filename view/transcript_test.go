@@ -262,8 +262,8 @@ func TestTranscript_DisplayShowsTextInFullAndBoundsPreviews(t *testing.T) {
 		if c.Text != nil || len(c.Preview) > core.MaxPreviewBytes || !strings.HasPrefix(c.Preview, prefix) || !strings.HasSuffix(c.Preview, "…") {
 			t.Errorf("%s: text %v, preview (%d bytes) %q, want a bounded preview starting %q", name, c.Text, len(c.Preview), c.Preview, prefix)
 		}
-		if c.Ref != ref.Digest || c.MediaType != ref.MediaType {
-			t.Errorf("%s: ref %s %s, want %s %s", name, c.Ref, c.MediaType, ref.Digest, ref.MediaType)
+		if c.Ref != ref {
+			t.Errorf("%s: ref %+v, want %+v", name, c.Ref, ref)
 		}
 	}
 
@@ -287,20 +287,20 @@ func TestTranscript_DisplayShowsTextInFullAndBoundsPreviews(t *testing.T) {
 		t.Fatalf("tool result display %+v", d)
 	}
 	wantPreview("tool result", *bySeq[resultSeq].Content, result, "result: word")
-	if full, err := l.blobs.Get(bg, bySeq[resultSeq].Content.Ref); err != nil || string(full) != resultBytes {
+	if full, err := l.blobs.Get(bg, bySeq[resultSeq].Content.Ref.Digest); err != nil || string(full) != resultBytes {
 		t.Fatalf("the tool result's ref does not read its full bytes: %v", err)
 	}
 	wantPreview("tool result entry", bySeq[resultSeq+1].Entries[0].Content, result, "result: word")
 
 	for name, c := range map[string]view.Content{"media tool result": *bySeq[imageSeq].Content, "media message": bySeq[mediaSeq].Entries[0].Content} {
-		if c.Text != nil || c.Preview != "" || c.Ref != png.Digest || c.MediaType != "image/png" || !c.IsMedia() {
+		if c.Text != nil || c.Preview != "" || c.Ref != png || !c.IsMedia() {
 			t.Errorf("%s: %+v, want ref and media type only", name, c)
 		}
 		raw, _ := json.Marshal(c)
 		var keys map[string]any
 		_ = json.Unmarshal(raw, &keys)
-		if _, ok := keys["text"]; ok || len(keys) != 2 {
-			t.Errorf("%s encodes as %s, want only ref and mediaType", name, raw)
+		if _, ok := keys["ref"]; !ok || len(keys) != 1 {
+			t.Errorf("%s encodes as %s, want only the ref object", name, raw)
 		}
 	}
 	wantText("assistant message", bySeq[mediaSeq].Entries[1].Content, "answer: "+long)
@@ -388,7 +388,7 @@ func TestTranscript_ReadsOnlyItsRangeAndItsBlobs(t *testing.T) {
 		// Only the blobs the page shows are read: one message text per event.
 		var shown []content.Digest
 		for _, ev := range page.Events {
-			shown = append(shown, ev.Display.Entries[0].Ref)
+			shown = append(shown, ev.Display.Entries[0].Ref.Digest)
 		}
 		if !slices.Equal(cb.got, shown) {
 			t.Errorf("%s: read blobs %v, want exactly the page's %v", tc.name, cb.got, shown)

@@ -180,8 +180,10 @@ func newInstance(t *testing.T, opt instanceOptions) *instance {
 		hosts = keyedHosts{key: opt.apiKey, host: host}
 	}
 	rpc := &rpcLog{}
-	apiHandler := api.NewServerFor(hosts, api.ServerOptions{APIKinds: []string{core.APIChatCompletions}, Logger: quiet}).Handler()
-	srv := httptest.NewServer(WithAPI(rpc.wrap(apiHandler)))
+	// Served as `cairn serve` does: every route behind the API's Host and
+	// Origin checks, which the page must pass.
+	apiServer := api.NewServerFor(hosts, api.ServerOptions{APIKinds: []string{core.APIChatCompletions}, Logger: quiet})
+	srv := httptest.NewServer(apiServer.Protect(WithAPI(rpc.wrap(apiServer.Handler()))))
 	t.Cleanup(srv.Close) // registered last, so it closes first
 	in := &instance{url: srv.URL, addr: strings.TrimPrefix(srv.URL, "http://"), store: st, host: host, chat: fc, rpc: rpc}
 	in.client = api.NewClient(srv.URL, nil)

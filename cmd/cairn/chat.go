@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-agents/cairn/api"
+	"github.com/cairn-agents/cairn/content"
 	"github.com/cairn-agents/cairn/core"
 )
 
@@ -96,16 +97,21 @@ func runChat(ctx context.Context, out io.Writer, c *api.Client, o chatOptions, m
 
 // parseLinks reads --link values: MOUNT=WORKSPACE, or MOUNT=sha256:… for a
 // pinned snapshot.
-func parseLinks(specs []string) ([]core.Link, error) {
-	var out []core.Link
+func parseLinks(specs []string) ([]api.LinkParam, error) {
+	var out []api.LinkParam
 	for _, s := range specs {
 		mount, target, ok := strings.Cut(s, "=")
 		if !ok || mount == "" || target == "" {
 			return nil, fmt.Errorf("--link %q: want MOUNT=WORKSPACE or MOUNT=sha256:<hex>", s)
 		}
-		l := core.Link{Mount: mount, Workspace: target}
+		l := api.LinkParam{Mount: mount, Workspace: target}
 		if strings.HasPrefix(target, "sha256:") {
-			l = core.Link{Mount: mount, Snapshot: target}
+			d, err := content.ParseDigest(target)
+			if err != nil {
+				return nil, fmt.Errorf("--link %q: %w", s, err)
+			}
+			snap := api.DigestRef(d)
+			l = api.LinkParam{Mount: mount, Snapshot: &snap}
 		}
 		out = append(out, l)
 	}

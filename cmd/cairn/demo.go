@@ -131,7 +131,7 @@ func runDemo(ctx context.Context, out io.Writer, dataDir string) error {
 		SessionID: demoSession,
 		Model:     core.ModelSelection{ProviderID: "openai", APIKind: core.APIChatCompletions, Model: "gpt-4o-mini"},
 		Tools:     tools,
-		Links:     []core.Link{{Mount: "/work", Workspace: demoWorkspaceName}},
+		Links:     []api.LinkParam{{Mount: "/work", Workspace: demoWorkspaceName}},
 	}); err != nil {
 		return err
 	}

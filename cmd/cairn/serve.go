@@ -32,6 +32,8 @@ type serveOptions struct {
 	gc                          gcFlags       // the background blob collector
 	maxIdleSessions             int           // local hosts: idle sessions kept in memory
 	idleSessionTTL              time.Duration // local hosts: idle sessions unused longer are dropped
+	allowHosts, allowOrigins    []string      // beyond the listen address, localhost and the server's own origin
+	maxResponseBytes            int64         // the results of one HTTP response, a batch's together
 }
 
 func serveCommand() *cobra.Command {
@@ -58,6 +60,9 @@ func serveCommand() *cobra.Command {
 	f.DurationVar(&o.heartbeatTimeout, "heartbeat-timeout", 0, "Temporal mode, advanced: how long a dead worker holds a session's model call, tool call or log append before another worker retries it; applies to session workflows started from now on (default 30s; env CAIRN_HEARTBEAT_TIMEOUT)")
 	f.IntVar(&o.maxIdleSessions, "max-idle-sessions", local.DefaultMaxIdleSessions, "sessions driven in this process: keep at most this many idle ones in memory, least recently used go first (0: the default; negative: no bound)")
 	f.DurationVar(&o.idleSessionTTL, "idle-session-ttl", local.DefaultIdleTTL, "sessions driven in this process: drop idle ones unused for this long from memory; they reload from their checkpoint (0: the default; negative: never)")
+	f.StringArrayVar(&o.allowHosts, "allow-host", nil, "a host name the server answers for besides the listen address, localhost and loopback IPs (a reverse proxy's, a LAN name); repeatable")
+	f.StringArrayVar(&o.allowOrigins, "allow-origin", nil, "an origin (scheme://host[:port]) whose web pages may call the API besides the server's own; repeatable")
+	f.Int64Var(&o.maxResponseBytes, "max-response-bytes", api.DefaultMaxResponseBytes, "the most bytes of results one API response carries (a batch's together); a result past it gets response_too_large")
 	s3Flags(cmd, &o)
 	o.gc.register(cmd)
 	return cmd
@@ -82,6 +87,9 @@ func serve(ctx context.Context, cmd *cobra.Command, o serveOptions) error {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	hostOpts := hostOptions{resolver: providerResolver(o), logger: logger, maxIdleSessions: o.maxIdleSessions, idleTTL: o.idleSessionTTL}
 	var hosts api.Hosts
+	if o.maxResponseBytes <= 0 {
+		return fmt.Errorf("--max-response-bytes %d: give a positive size", o.maxResponseBytes)
+	}
 	if o.heartbeatTimeout != 0 && o.temporal.address == "" {
 		return fmt.Errorf("--heartbeat-timeout (CAIRN_HEARTBEAT_TIMEOUT) applies to the Temporal mode only: add --temporal HOST:PORT")
 	}
@@ -118,8 +126,11 @@ func serve(ctx context.Context, cmd *cobra.Command, o serveOptions) error {
 	if o.postgres == "" && !isLoopback(ln.Addr()) {
 		logger.Warn("the embedded mode has no API keys: anyone who can reach this address can use every session", "listen", ln.Addr().String())
 	}
+	rpc := api.NewServerFor(hosts, api.ServerOptions{APIKinds: apiKinds, ValidateParams: validateParams, Logger: logger, RetentionGrace: o.gc.grace,
+		AllowedHosts: append(listenHosts(o.listen, ln.Addr()), o.allowHosts...), AllowedOrigins: o.allowOrigins,
+		MaxResponseBytes: o.maxResponseBytes})
 	srv := &http.Server{
-		Handler:           web.WithAPI(api.NewServerFor(hosts, api.ServerOptions{APIKinds: apiKinds, ValidateParams: validateParams, Logger: logger, RetentionGrace: o.gc.grace}).Handler()),
+		Handler:           rpc.Protect(web.WithAPI(rpc.Handler())),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	logger.Info("cairn serving", "rpc", "http://"+ln.Addr().String()+"/rpc")
@@ -207,6 +218,32 @@ func heartbeatTimeoutFromEnv(cmd *cobra.Command, o *serveOptions) error {
 		return fmt.Errorf("--heartbeat-timeout %s: use at least 2s (activities heartbeat about once a second)", o.heartbeatTimeout)
 	}
 	return nil
+}
+
+// listenHosts are the names a request may give in Host for the listen
+// address: the name or IP it was given as and, on an unspecified address
+// (0.0.0.0, ::), every address of the machine's interfaces.
+func listenHosts(listen string, addr net.Addr) []string {
+	var out []string
+	if host, _, err := net.SplitHostPort(listen); err == nil && host != "" {
+		if ip := net.ParseIP(host); ip == nil || !ip.IsUnspecified() {
+			out = append(out, host)
+		}
+	}
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok {
+		return out
+	}
+	if !tcp.IP.IsUnspecified() {
+		return append(out, tcp.IP.String())
+	}
+	addrs, _ := net.InterfaceAddrs() // none known: only the names given serve
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok {
+			out = append(out, ipn.IP.String())
+		}
+	}
+	return out
 }
 
 func isLoopback(addr net.Addr) bool {

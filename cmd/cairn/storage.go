@@ -85,7 +85,7 @@ is collected by the first pass after it.`,
 			if grace < 0 {
 				return fmt.Errorf("--grace must not be negative")
 			}
-			p := api.BlobHoldersParams{Ref: d, Limit: limit}
+			p := api.BlobHoldersParams{Ref: api.DigestRef(d), Limit: limit}
 			if cmd.Flags().Changed("grace") {
 				ms := grace.Milliseconds()
 				p.GraceMs = &ms
@@ -180,7 +180,7 @@ func printHolders(w io.Writer, h api.BlobHoldersResult) error {
 		[2]string{"workspaces", storageHolderList(h.Workspaces, h.WorkspacesTruncated)},
 		[2]string{"parents", storageHolderList(storageDigestNames(h.Parents), h.ParentsTruncated)},
 	)
-	return printStorageFacts(w, h.Ref.String(), rows)
+	return printStorageFacts(w, h.Ref.Digest.String(), rows)
 }
 
 func storageCheckpointNames(cps []store.CheckpointHolder) []string {
@@ -191,10 +191,10 @@ func storageCheckpointNames(cps []store.CheckpointHolder) []string {
 	return out
 }
 
-func storageDigestNames(ds []content.Digest) []string {
-	out := make([]string, len(ds))
-	for i, d := range ds {
-		out[i] = d.String()
+func storageDigestNames(refs []content.ContentRef) []string {
+	out := make([]string, len(refs))
+	for i, r := range refs {
+		out[i] = r.Digest.String()
 	}
 	return out
 }

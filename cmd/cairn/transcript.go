@@ -215,5 +215,5 @@ func shown(c *view.Content) string {
 	case c.Preview != "":
 		return oneLine(c.Preview, 200)
 	}
-	return "[" + c.MediaType + " " + c.Ref.String() + "]"
+	return "[" + c.Ref.MediaType + " " + c.Ref.Digest.String() + "]"
 }

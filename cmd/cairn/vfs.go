@@ -164,6 +164,19 @@ func isKind(err error, kind string) bool {
 // treeFlags name exactly one of a workspace and a snapshot.
 type treeFlags struct{ workspace, snapshot string }
 
+// snapshotRef is --snapshot as a param; nil without it.
+func (f treeFlags) snapshotRef() (*api.RefParam, error) {
+	if f.snapshot == "" {
+		return nil, nil
+	}
+	d, err := content.ParseDigest(f.snapshot)
+	if err != nil {
+		return nil, fmt.Errorf("--snapshot: %w", err)
+	}
+	r := api.DigestRef(d)
+	return &r, nil
+}
+
 func (f *treeFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.workspace, "workspace", "", "workspace (its current head)")
 	cmd.Flags().StringVar(&f.snapshot, "snapshot", "", "snapshot digest (sha256:…)")
@@ -251,8 +264,11 @@ func exportTree(ctx context.Context, out io.Writer, c *api.Client, tf treeFlags,
 // listTree returns the file entries of a snapshot, or of a workspace's head
 // manifest (read as a blob, so no snapshot is recorded just to export).
 func listTree(ctx context.Context, c *api.Client, tf treeFlags) ([]vfs.Entry, error) {
-	if tf.snapshot != "" {
-		r, err := c.ReadSnapshot(ctx, tf.snapshot)
+	if snap, err := tf.snapshotRef(); err != nil || snap != nil {
+		if err != nil {
+			return nil, err
+		}
+		r, err := c.ReadSnapshot(ctx, *snap)
 		return r.Files, err
 	}
 	w, err := c.ReadWorkspace(ctx, tf.workspace)
@@ -315,7 +331,11 @@ func vfsCatCommand() *cobra.Command {
 		Short: "Print a file of a workspace or snapshot",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, err := cf.client().ReadFile(cmd.Context(), api.FileParams{Workspace: tf.workspace, Snapshot: tf.snapshot, Path: args[0]})
+			snap, err := tf.snapshotRef()
+			if err != nil {
+				return err
+			}
+			r, err := cf.client().ReadFile(cmd.Context(), api.FileParams{Workspace: tf.workspace, Snapshot: snap, Path: args[0]})
 			if err != nil {
 				return err
 			}
@@ -340,7 +360,7 @@ func vfsSnapshotCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "snapshot %s of workspace %s: %d files, %d bytes\n", r.Snapshot, workspace, r.Files, r.Bytes)
+			fmt.Fprintf(cmd.OutOrStdout(), "snapshot %s of workspace %s: %d files, %d bytes\n", r.Snapshot.Digest, workspace, r.Files, r.Bytes)
 			return nil
 		},
 	}

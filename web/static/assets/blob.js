@@ -45,8 +45,7 @@ export function blobPage(ctx, ref) {
   (async () => {
     let bytes;
     try {
-      const res = await call('blobs/read', { ref }, { signal: ctx.signal });
-      bytes = decodeBase64(res.data || '');
+      bytes = await readBlob(ref, ctx.signal);
     } catch (err) {
       if (!isAbort(err)) clear(view).append(errorBox(err, 'Could not read the blob'));
       return;
@@ -63,6 +62,26 @@ export function blobPage(ctx, ref) {
     actions.append(h('a', { class: 'button primary', id: 'download', href: objectURL(bytes, 'application/octet-stream'), download: ref }, `Download ${fmtBytes(bytes.length)}`));
     append(clear(view), [render(bytes, mediaType, objectURL)]);
   })();
+}
+
+// readBlob reads a blob in parts, so a large one stays within the
+// server's response limit.
+async function readBlob(ref, signal) {
+  const PART = 8 << 20;
+  const parts = [];
+  let offset = 0;
+  for (;;) {
+    const res = await call('blobs/read', { ref, offset, length: PART }, { signal });
+    const part = decodeBase64(res.data || '');
+    parts.push(part);
+    offset += part.length;
+    if (offset >= res.size || part.length === 0) break;
+  }
+  if (parts.length === 1) return parts[0];
+  const all = new Uint8Array(offset);
+  let at = 0;
+  for (const p of parts) { all.set(p, at); at += p.length; }
+  return all;
 }
 
 function render(bytes, mediaType, objectURL) {

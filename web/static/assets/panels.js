@@ -111,10 +111,10 @@ function runsPanel(page) {
       clear(box);
       if (r.output) {
         const out = r.output;
-        box.append(h('div', { class: 'content-head' }, h('span', { class: 'label' }, 'output'), h('span', { class: 'spacer' }), refLink(out.ref, out.mediaType)),
+        box.append(h('div', { class: 'content-head' }, h('span', { class: 'label' }, 'output'), h('span', { class: 'spacer' }), refLink(out.ref.digest, out.ref.mediaType)),
           out.text !== undefined
             ? h('div', { class: 'text run-output' }, out.text || '(no text)')
-            : h('div', { class: 'media' }, h('a', { href: blobHref(out.ref, out.mediaType) }, `${out.mediaType} · open`)));
+            : h('div', { class: 'media' }, h('a', { href: blobHref(out.ref.digest, out.ref.mediaType) }, `${out.ref.mediaType} · open`)));
       } else if (!r.error) {
         box.append(h('p', { class: 'quiet small' }, r.status === 'completed' ? 'No output.' : `No output yet (${r.status}).`));
       }

@@ -340,16 +340,16 @@ function contentBlock(c, label, extras) {
   if (c.text !== undefined && c.text !== null) {
     body = c.text === '' ? h('div', { class: 'text quiet' }, '(no text)') : h('div', { class: 'text' }, c.text);
   } else if (c.preview) {
-    body = h('div', { class: 'text preview' }, c.preview, h('a', { class: 'cut', href: blobHref(c.ref, c.mediaType), title: 'A bounded preview: open the full bytes' }, ' …full'));
+    body = h('div', { class: 'text preview' }, c.preview, h('a', { class: 'cut', href: blobHref(c.ref.digest, c.ref.mediaType), title: 'A bounded preview: open the full bytes' }, ' …full'));
   } else {
-    body = h('div', { class: 'media' }, h('a', { href: blobHref(c.ref, c.mediaType) }, `${mediaName(c.mediaType)} · open`));
+    body = h('div', { class: 'media' }, h('a', { href: blobHref(c.ref.digest, c.ref.mediaType) }, `${mediaName(c.ref.mediaType)} · open`));
   }
   return h('div', { class: 'content', 'data-role': label || '' },
     h('div', { class: 'content-head' },
       label ? h('span', { class: 'label' }, label) : null,
       extras,
       h('span', { class: 'spacer' }),
-      refLink(c.ref, c.mediaType)),
+      refLink(c.ref.digest, c.ref.mediaType)),
     body);
 }
 
