@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"slices"
 	"sync/atomic"
 	"testing"
 
@@ -36,6 +37,11 @@ func (l *damagedLog) ReadAfter(ctx context.Context, id string, after int64, limi
 	}
 	l.read.Add(int64(len(out)))
 	return out, err
+}
+
+func (l *damagedLog) ReadBefore(ctx context.Context, id string, before int64, limit int) ([]core.Event, error) {
+	evs, err := l.SessionLog.ReadBefore(ctx, id, before, limit)
+	return slices.DeleteFunc(evs, func(ev core.Event) bool { return ev.Seq == l.drop.Load() }), err
 }
 
 func newCheckpointServer(t *testing.T, checkpoints bool) (*api.Client, *damagedLog, *store.Memory) {
@@ -110,5 +116,37 @@ func TestSessionRead_MissingHistoryIsHistoryIncomplete(t *testing.T) {
 	var rpcErr *api.Error
 	if !errors.As(err, &rpcErr) || rpcErr.Kind() != runtime.KindHistoryIncomplete || rpcErr.Code != api.CodeDomain {
 		t.Fatalf("session/read over a damaged log: %v, want data.kind %s", err, runtime.KindHistoryIncomplete)
+	}
+}
+
+// session/transcript/read fails the same way when its page's range lacks an
+// event, on every path: the latest page, an older page and a forward read.
+func TestTranscriptRead_MissingHistoryIsHistoryIncomplete(t *testing.T) {
+	ctx := context.Background()
+	c, log, _ := newCheckpointServer(t, false)
+	id, err := c.CreateSession(ctx, api.CreateSessionParams{Model: testModel(), Instructions: "be brief"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{"one", "two", "three"} {
+		if _, err := c.AppendContext(ctx, api.ContextAppendParams{SessionID: id.SessionID, Kind: core.EntryMessage, Text: text}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.ReadTranscript(ctx, api.TranscriptReadParams{SessionID: id.SessionID}); err != nil {
+		t.Fatal(err)
+	}
+	log.drop.Store(2)
+	zero := int64(0)
+	for name, p := range map[string]api.TranscriptReadParams{
+		"latest page":  {SessionID: id.SessionID},
+		"older page":   {SessionID: id.SessionID, Before: 4},
+		"forward page": {SessionID: id.SessionID, After: &zero},
+	} {
+		page, err := c.ReadTranscript(ctx, p)
+		var rpcErr *api.Error
+		if !errors.As(err, &rpcErr) || rpcErr.Kind() != runtime.KindHistoryIncomplete || rpcErr.Code != api.CodeDomain {
+			t.Errorf("%s over a damaged log: %d events, %v; want data.kind %s", name, len(page.Events), err, runtime.KindHistoryIncomplete)
+		}
 	}
 }

@@ -378,9 +378,6 @@ func admitAppendContext(s *State, c AppendContext) (Admission, error) {
 	if err := idleAndOpen(s); err != nil {
 		return Admission{}, err
 	}
-	if c.ExpectedRevision != nil && *c.ExpectedRevision != s.Revision {
-		return Admission{}, revisionConflict(*c.ExpectedRevision, s.Revision)
-	}
 	if len(c.Entries) == 0 {
 		return Admission{}, reject(RejectInvalidInput, "no entries to append")
 	}
@@ -439,9 +436,46 @@ func admitAppendContext(s *State, c AppendContext) (Admission, error) {
 		}
 		entries[i] = in
 	}
+	// An edit that would change nothing is a no-op, decided before the
+	// revision check: a client retrying an edit that landed gets the ids it
+	// got the first time, with the revision its stale expectedRevision
+	// would otherwise conflict with, and moves nothing.
+	if ids, ok := unchangedKeyed(s, entries, source); ok {
+		return Admission{EntryIDs: ids, Duplicate: true}, nil
+	}
+	if c.ExpectedRevision != nil && *c.ExpectedRevision != s.Revision {
+		return Admission{}, revisionConflict(*c.ExpectedRevision, s.Revision)
+	}
 	b := s.newBatch(c.AtMs)
 	b.entries(entries, source, "", nil)
 	return Admission{Proposals: b.props}, nil
+}
+
+// unchangedKeyed returns the ids of the active entries an append would
+// leave as they are: every entry is keyed, and the active entry under its
+// key has the same kind, role, content, preview, origin, provenance and
+// source, and no run. Unkeyed entries are always new: two equal messages
+// are two messages.
+func unchangedKeyed(s *State, entries []EntryInput, source string) ([]string, bool) {
+	ids := make([]string, len(entries))
+	for i, in := range entries {
+		cur, ok := s.EntryByKey(in.Key)
+		if in.Key == "" || !ok || !sameEntry(cur, in, source) {
+			return nil, false
+		}
+		ids[i] = cur.ID
+	}
+	return ids, true
+}
+
+// sameEntry reports whether appending in (validated, by source) would add
+// exactly what cur already holds. The token estimate is not compared: it is
+// derived from the content.
+func sameEntry(cur Entry, in EntryInput, source string) bool {
+	provenance := cur.ProvenanceRef == nil && in.ProvenanceRef == nil ||
+		cur.ProvenanceRef != nil && in.ProvenanceRef != nil && *cur.ProvenanceRef == *in.ProvenanceRef
+	return cur.Kind == in.Kind && cur.Role == in.Role && cur.Content == in.Content && cur.Preview == in.Preview &&
+		cur.Origin == in.Origin && provenance && cur.Source == source && cur.RunID == "" && cur.Scope == ""
 }
 
 // keyUnder requires a keyed entry's key to be in its kind's namespace.

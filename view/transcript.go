@@ -11,6 +11,7 @@ import (
 	"github.com/cairn-agents/cairn/content"
 	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/provider"
+	"github.com/cairn-agents/cairn/runtime"
 	"github.com/cairn-agents/cairn/store"
 )
 
@@ -153,7 +154,9 @@ type TranscriptEntry struct {
 }
 
 // ReadTranscript reads one transcript page of a session. An unknown session
-// is the log's store.ErrSessionNotFound; an invalid query is a *QueryError.
+// is the log's store.ErrSessionNotFound; an invalid query is a *QueryError;
+// a page whose range lacks an event (a seq missing between its bounds, or
+// below a head it must reach) is a *runtime.HistoryIncompleteError.
 func ReadTranscript(ctx context.Context, log store.SessionLog, blobs BlobReader, sessionID string, q TranscriptQuery) (TranscriptPage, error) {
 	if q.Limit < 0 || q.Limit > MaxTranscriptLimit {
 		return TranscriptPage{}, &QueryError{fmt.Sprintf("limit must be 0 to %d (0: %d)", MaxTranscriptLimit, DefaultTranscriptLimit)}
@@ -179,6 +182,9 @@ func ReadTranscript(ctx context.Context, log store.SessionLog, blobs BlobReader,
 		if evs, err = log.ReadAfter(ctx, sessionID, *q.After, limit); err != nil {
 			return TranscriptPage{}, err
 		}
+		if err := completeAfter(sessionID, evs, *q.After, limit, lc.Head); err != nil {
+			return TranscriptPage{}, err
+		}
 		page.Head = lc.Head
 		if n := len(evs); n > 0 {
 			page.Head = max(page.Head, evs[n-1].Seq)
@@ -186,6 +192,24 @@ func ReadTranscript(ctx context.Context, log store.SessionLog, blobs BlobReader,
 	case q.Before > 0:
 		var err error
 		if evs, err = log.ReadBefore(ctx, sessionID, q.Before, limit); err != nil {
+			return TranscriptPage{}, err
+		}
+		// A page that ends right below the cursor is checked as it is. One
+		// that ends earlier has a cursor past the head, or lacks events:
+		// capture the head, then read again, so every event up to that head
+		// must be there.
+		top := q.Before - 1
+		if n := len(evs); n == 0 || evs[n-1].Seq < top {
+			lc, err := log.Session(ctx, sessionID)
+			if err != nil {
+				return TranscriptPage{}, err
+			}
+			if evs, err = log.ReadBefore(ctx, sessionID, q.Before, limit); err != nil {
+				return TranscriptPage{}, err
+			}
+			top = min(top, lc.Head)
+		}
+		if err := completeBefore(sessionID, evs, top, limit); err != nil {
 			return TranscriptPage{}, err
 		}
 	default:
@@ -196,6 +220,9 @@ func ReadTranscript(ctx context.Context, log store.SessionLog, blobs BlobReader,
 		// Everything up to the captured head is immutable, so reading below
 		// head+1 returns exactly the page as of the capture.
 		if evs, err = log.ReadBefore(ctx, sessionID, lc.Head+1, limit); err != nil {
+			return TranscriptPage{}, err
+		}
+		if err := completeBefore(sessionID, evs, lc.Head, limit); err != nil {
 			return TranscriptPage{}, err
 		}
 		page.Head = lc.Head
@@ -213,6 +240,47 @@ func ReadTranscript(ctx context.Context, log store.SessionLog, blobs BlobReader,
 		page.Events[i] = TranscriptEvent{Seq: ev.Seq, Kind: ev.Kind, ObservedAtMs: ev.ObservedAtMs, Joins: ev.Joins, Payload: ev.Payload, Display: d}
 	}
 	return page, nil
+}
+
+// completeBefore checks a backward page: it must hold every seq from its
+// last one (at least top, which must exist) down to limit events or seq 1.
+// Missing events are a *runtime.HistoryIncompleteError, as in session/read,
+// never a page with a hole in it.
+func completeBefore(sessionID string, evs []core.Event, top int64, limit int) error {
+	hi := top
+	if n := len(evs); n > 0 {
+		hi = max(hi, evs[n-1].Seq)
+	}
+	return complete(sessionID, evs, max(1, hi-int64(limit)+1), hi)
+}
+
+// completeAfter checks a forward page read after a head capture: it must
+// hold every seq from after+1 on, up to limit events, and a page cut short
+// before the limit must reach the captured head.
+func completeAfter(sessionID string, evs []core.Event, after int64, limit int, head int64) error {
+	hi := after + int64(limit)
+	if len(evs) < limit {
+		hi = head
+		if n := len(evs); n > 0 {
+			hi = max(hi, evs[n-1].Seq)
+		}
+	}
+	return complete(sessionID, evs, after+1, hi)
+}
+
+// complete reports the first seq of lo..hi that evs (ascending) lacks.
+func complete(sessionID string, evs []core.Event, lo, hi int64) error {
+	i := 0
+	for i < len(evs) && evs[i].Seq < lo {
+		i++
+	}
+	for want := lo; want <= hi; want++ {
+		if i >= len(evs) || evs[i].Seq != want {
+			return &runtime.HistoryIncompleteError{SessionID: sessionID, Missing: want, Head: hi}
+		}
+		i++
+	}
+	return nil
 }
 
 type projector struct{ blobs BlobReader }

@@ -15,6 +15,7 @@ import (
 	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/provider/anthropic"
 	"github.com/cairn-agents/cairn/provider/chat"
+	"github.com/cairn-agents/cairn/runtime"
 	"github.com/cairn-agents/cairn/store"
 	"github.com/cairn-agents/cairn/view"
 )
@@ -424,5 +425,69 @@ func TestTranscript_MarksRefusals(t *testing.T) {
 	raw, err := json.Marshal(bySeq[outSeq].Content)
 	if err != nil || !strings.Contains(string(raw), `"refusal":true`) {
 		t.Fatalf("output JSON %s, %v", raw, err)
+	}
+}
+
+// droppingLog loses the event at seq drop from every range read.
+type droppingLog struct {
+	store.SessionLog
+	drop int64
+}
+
+func (d droppingLog) without(evs []core.Event, err error) ([]core.Event, error) {
+	return slices.DeleteFunc(evs, func(ev core.Event) bool { return ev.Seq == d.drop }), err
+}
+
+func (d droppingLog) ReadAfter(ctx context.Context, id string, after int64, limit int) ([]core.Event, error) {
+	return d.without(d.SessionLog.ReadAfter(ctx, id, after, limit))
+}
+
+func (d droppingLog) ReadBefore(ctx context.Context, id string, before int64, limit int) ([]core.Event, error) {
+	return d.without(d.SessionLog.ReadBefore(ctx, id, before, limit))
+}
+
+// A page whose range lacks an event fails with a typed history_incomplete
+// error naming the first missing seq, as session/read does, instead of
+// returning the events around the hole; a page whose range is whole is
+// unaffected by a hole elsewhere.
+func TestTranscript_MissingEventsAreHistoryIncomplete(t *testing.T) {
+	l := newTLog(t)
+	for i := range 9 {
+		l.userMessage(fmt.Sprintf("m%d", i))
+	} // seqs 1…10
+	cases := []struct {
+		name    string
+		q       view.TranscriptQuery
+		drop    int64
+		missing int64 // 0: the page reads fine
+	}{
+		{"latest page, its head", view.TranscriptQuery{Limit: 3}, 10, 10},
+		{"latest page, inside", view.TranscriptQuery{Limit: 3}, 9, 9},
+		{"latest page, its lowest seq", view.TranscriptQuery{Limit: 3}, 8, 8},
+		{"whole session, seq 1", view.TranscriptQuery{Limit: 20}, 1, 1},
+		{"latest page, a hole below it", view.TranscriptQuery{Limit: 3}, 2, 0},
+		{"older page, its top", view.TranscriptQuery{Before: 6, Limit: 3}, 5, 5},
+		{"older page, its lowest seq", view.TranscriptQuery{Before: 6, Limit: 3}, 3, 3},
+		{"older page, a hole above it", view.TranscriptQuery{Before: 6, Limit: 3}, 9, 0},
+		{"cursor past the head, the head", view.TranscriptQuery{Before: 50, Limit: 3}, 10, 10},
+		{"forward page, its first seq", view.TranscriptQuery{After: after(0), Limit: 3}, 1, 1},
+		{"forward page, inside", view.TranscriptQuery{After: after(5), Limit: 3}, 7, 7},
+		{"forward page short of the head", view.TranscriptQuery{After: after(5), Limit: 10}, 10, 10},
+		{"forward page, a hole before it", view.TranscriptQuery{After: after(5), Limit: 10}, 3, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			page, err := view.ReadTranscript(bg, droppingLog{l.log, c.drop}, l.blobs, "s1", c.q)
+			if c.missing == 0 {
+				if err != nil || len(page.Events) == 0 {
+					t.Fatalf("%d events, %v; want the whole page", len(page.Events), err)
+				}
+				return
+			}
+			var hi *runtime.HistoryIncompleteError
+			if !errors.As(err, &hi) || !errors.Is(err, runtime.ErrHistoryIncomplete) || hi.Missing != c.missing {
+				t.Fatalf("page of seqs %v, err = %v; want history incomplete at seq %d", seqs(page), err, c.missing)
+			}
+		})
 	}
 }

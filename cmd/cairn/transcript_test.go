@@ -3,9 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
+	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -169,5 +173,70 @@ summary> they read notes.md
 	var ev view.TranscriptEvent
 	if len(lines) != 2 || json.Unmarshal([]byte(lines[1]), &ev) != nil || ev.Display == nil || ev.Display.Kind != view.DisplayCancelled || ev.Seq != 13 {
 		t.Fatalf("--json lines:\n%s", out.String())
+	}
+}
+
+// An event missing from the store fails cairn transcript (a non-zero exit)
+// with history_incomplete, for the session and for a history fork that
+// reads it through the source; a page whose range is whole still prints.
+func TestTranscriptCommandFailsOnIncompleteHistory(t *testing.T) {
+	dir := t.TempDir()
+	st, err := openStack(context.Background(), dir, hostOptions{logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api.NewServer(st.host, api.ServerOptions{APIKinds: st.kinds}).Handler())
+	t.Cleanup(func() { srv.Close(); st.close() })
+	s := &vfsServer{url: srv.URL, st: st}
+	ctx := demoContext(t)
+	c := api.NewClient(s.url, nil)
+	created, err := c.CreateSession(ctx, api.CreateSessionParams{
+		Model:        core.ModelSelection{ProviderID: "openai", APIKind: core.APIChatCompletions, Model: "gpt-test"},
+		Instructions: "be brief",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := created.SessionID
+	for _, text := range []string{"one", "two", "three"} {
+		if _, err := c.AppendContext(ctx, api.ContextAppendParams{SessionID: sid, Kind: core.EntryMessage, Text: text}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at := int64(4)
+	fork, err := c.ForkSession(ctx, api.SessionForkParams{SessionID: sid, AtSeq: &at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.AppendContext(ctx, api.ContextAppendParams{SessionID: fork.SessionID, Kind: core.EntryMessage, Text: "fork's own"}); err != nil {
+		t.Fatal(err)
+	}
+	s.mustCairn(t, "transcript", sid)
+	s.mustCairn(t, "transcript", fork.SessionID)
+
+	// Lose the source's event 3, below the fork point.
+	db, err := sql.Open("sqlite", filepath.Join(dir, "cairn.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if res, err := db.Exec(`DELETE FROM events WHERE session_id = ? AND seq = 3`, sid); err != nil {
+		t.Fatal(err)
+	} else if n, _ := res.RowsAffected(); n != 1 {
+		t.Fatalf("deleted %d events", n)
+	}
+	for _, args := range [][]string{
+		{"transcript", sid},
+		{"transcript", fork.SessionID},
+		{"transcript", fork.SessionID, "--before", "5"},
+		{"transcript", fork.SessionID, "--json"},
+	} {
+		out, err := s.cairn(t, args...)
+		if err == nil || !strings.Contains(err.Error(), "history_incomplete") || !strings.Contains(err.Error(), "event 3 ") {
+			t.Errorf("cairn %s: err %v, output:\n%s\nwant a history_incomplete error naming event 3", strings.Join(args, " "), err, out)
+		}
+	}
+	if out := s.mustCairn(t, "transcript", fork.SessionID, "--limit", "1"); !strings.Contains(out, "fork's own") {
+		t.Fatalf("the fork's latest event, above the hole:\n%s", out)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/store"
@@ -99,30 +100,65 @@ func (h *Host) Submit(ctx context.Context, sessionID string, cmd core.Command) (
 
 // awaitCompaction holds a command that pending compaction gates (runs and
 // context edits) until the compaction has finished, instead of failing it.
-// The caller holds s.mu; it is released while waiting.
+// Held commands go on in arrival order, one at a time, each admitted against
+// the state the one before it left, as if it had arrived then: an edit held
+// before a run start lands first and the run sees it; an edit held after
+// one meets the active run. A command that finds others held queues behind
+// them even once the compaction is over. Steering, cancellation and results
+// never wait. The caller holds s.mu; it is released while waiting, and the
+// command leaves the queue before the caller admits it under that same lock.
 func (h *Host) awaitCompaction(ctx context.Context, s *session, cmd core.Command) error {
 	switch cmd.(type) {
 	case core.Steer, core.CancelRun, core.GenerationResult, core.ToolResult, core.CompactionResult:
 		return nil
 	}
+	h.flush(s) // an automatic compaction may be due
+	if len(s.held) == 0 && s.drive.State().Compaction == nil {
+		return nil
+	}
+	me := &heldCommand{}
+	s.held = append(s.held, me)
 	for {
-		h.flush(s) // an automatic compaction may be due
-		if s.drive.State().Compaction == nil {
-			return nil
+		wake := s.heldMoved
+		if s.held[0] == me {
+			h.flush(s)
+			if s.drive.State().Compaction == nil {
+				s.leaveHeld(me)
+				return nil
+			}
+			h.pump(s) // make sure it runs
+			wake = s.changed
 		}
-		h.pump(s) // make sure it runs
-		changed := s.changed
 		s.mu.Unlock()
 		select {
-		case <-changed:
+		case <-wake:
 		case <-ctx.Done():
 			s.mu.Lock()
+			s.leaveHeld(me)
 			return ctx.Err()
 		case <-h.ctx.Done():
 			s.mu.Lock()
+			s.leaveHeld(me)
 			return ErrHostClosed
 		}
 		s.mu.Lock()
+	}
+}
+
+// heldCommand is a command's place in its session's held queue.
+type heldCommand struct{ _ byte } // not zero-size: each place is a distinct pointer
+
+// leaveHeld takes a command out of the held queue and, when it was at the
+// front, wakes the rest so the next one goes on. The caller holds s.mu.
+func (s *session) leaveHeld(me *heldCommand) {
+	i := slices.Index(s.held, me)
+	if i < 0 {
+		return
+	}
+	s.held = slices.Delete(s.held, i, i+1)
+	if i == 0 {
+		close(s.heldMoved)
+		s.heldMoved = make(chan struct{})
 	}
 }
 

@@ -38,6 +38,11 @@ type session struct {
 	// checkpointSeq is the seq of the session's latest checkpoint (0: none
 	// known), for the checkpoint policy.
 	checkpointSeq int64
+	// held is the queue of commands waiting for a pending compaction to
+	// end, in arrival order (see awaitCompaction); heldMoved is closed
+	// whenever its front leaves.
+	held      []*heldCommand
+	heldMoved chan struct{}
 }
 
 // flight is one dispatched generation or tool call.
@@ -49,7 +54,7 @@ type flight struct {
 }
 
 func newSession(id string) *session {
-	return &session{id: id, loaded: make(chan struct{}), inflight: map[string]*flight{}, changed: make(chan struct{})}
+	return &session{id: id, loaded: make(chan struct{}), inflight: map[string]*flight{}, changed: make(chan struct{}), heldMoved: make(chan struct{})}
 }
 
 // session returns the loaded session, loading it from its latest checkpoint
