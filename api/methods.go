@@ -107,6 +107,19 @@ func (s call) createSession(ctx context.Context, p CreateSessionParams) (CreateS
 		return CreateSessionResult{}, &core.Rejection{Kind: core.RejectInvalidConfiguration,
 			Message: "API kind " + p.Model.APIKind + " has no adapter in this server yet; supported: " + strings.Join(s.apiKinds, ", ")}
 	}
+	if s.tools != nil {
+		for i, t := range cfg.Tools {
+			if !slices.Contains(s.tools, t) {
+				return CreateSessionResult{}, &core.Rejection{Kind: core.RejectInvalidConfiguration,
+					Message: "tools[" + strconv.Itoa(i) + "]: no tool " + strconv.Quote(t) + " on this server; it has " + strings.Join(s.tools, ", ")}
+			}
+		}
+	}
+	if s.provider != nil {
+		if err := s.provider(p.Model.ProviderID, p.Model.APIKind); err != nil {
+			return CreateSessionResult{}, &core.Rejection{Kind: core.RejectInvalidConfiguration, Message: "model.providerId: " + err.Error()}
+		}
+	}
 	if err := s.checkLinks(ctx, cfg.Links); err != nil {
 		return CreateSessionResult{}, err
 	}
@@ -474,6 +487,9 @@ func (s call) putBlob(ctx context.Context, p BlobPutParams) (BlobPutResult, erro
 	mt := p.MediaType
 	if mt == "" {
 		mt = "application/octet-stream"
+	}
+	if err := content.ValidateMediaType(mt); err != nil {
+		return BlobPutResult{}, invalidParams("mediaType: " + err.Error())
 	}
 	ref, err := blob.PutRef(ctx, s.host.Blobs(), p.Data, mt, "")
 	return BlobPutResult{Ref: ref}, err

@@ -101,6 +101,11 @@ func (r *RefParam) UnmarshalJSON(b []byte) error {
 		if o.Digest == nil {
 			return &paramError{"a ref object needs its digest"}
 		}
+		if o.MediaType != "" {
+			if err := content.ValidateMediaType(o.MediaType); err != nil {
+				return &paramError{"mediaType: " + err.Error()}
+			}
+		}
 		*r = RefParam{Digest: *o.Digest, MediaType: o.MediaType, ProviderKind: o.ProviderKind}
 		return nil
 	}
