@@ -85,6 +85,8 @@ type Server struct {
 	hosts        Hosts
 	apiKinds     []string
 	validate     func(apiKind string, params json.RawMessage) error
+	tools        []string
+	provider     func(providerID, apiKind string) error
 	maxBodyBytes int64
 	maxResponse  int64
 	log          *slog.Logger
@@ -119,6 +121,13 @@ type ServerOptions struct {
 	// AllowedOrigins are the origins (scheme://host[:port]) besides the
 	// server's own whose browser requests are served.
 	AllowedOrigins []string
+	// Tools are the tool names sessions may be granted; nil accepts any
+	// (a tool the executor lacks is then unavailable to the model).
+	Tools []string
+	// CheckProvider refuses, at session/create, a provider id this server
+	// does not know or one that does not speak the API kind; nil accepts any.
+	// A missing key is not its business: credentials may arrive later.
+	CheckProvider func(providerID, apiKind string) error
 }
 
 // NewServer returns a server for one host, without authentication.
@@ -141,7 +150,7 @@ func NewServerFor(hosts Hosts, opt ServerOptions) *Server {
 		opt.RetentionGrace = retention.DefaultGrace
 	}
 	s := &Server{hosts: hosts, apiKinds: opt.APIKinds, validate: opt.ValidateParams, maxBodyBytes: opt.MaxBodyBytes, maxResponse: opt.MaxResponseBytes, log: opt.Logger, grace: opt.RetentionGrace,
-		guard: newGuard(opt.AllowedHosts, opt.AllowedOrigins)}
+		guard: newGuard(opt.AllowedHosts, opt.AllowedOrigins), tools: opt.Tools, provider: opt.CheckProvider}
 	s.methods = routes()
 	return s
 }

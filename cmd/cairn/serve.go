@@ -128,7 +128,8 @@ func serve(ctx context.Context, cmd *cobra.Command, o serveOptions) error {
 	}
 	rpc := api.NewServerFor(hosts, api.ServerOptions{APIKinds: apiKinds, ValidateParams: validateParams, Logger: logger, RetentionGrace: o.gc.grace,
 		AllowedHosts: append(listenHosts(o.listen, ln.Addr()), o.allowHosts...), AllowedOrigins: o.allowOrigins,
-		MaxResponseBytes: o.maxResponseBytes})
+		MaxResponseBytes: o.maxResponseBytes, Tools: builtinToolNames(),
+		CheckProvider: func(id, kind string) error { return endpoint.CheckKnown(hostOpts.resolver, id, kind) }})
 	srv := &http.Server{
 		Handler:           rpc.Protect(web.WithAPI(rpc.Handler())),
 		ReadHeaderTimeout: 10 * time.Second,

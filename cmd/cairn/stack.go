@@ -96,6 +96,15 @@ func builtinTools(extra ...runtime.Tool) (*runtime.Tools, error) {
 	return runtime.NewTools(append(runtime.VFSTools(), extra...)...)
 }
 
+// builtinToolNames are the tools a session may be granted.
+func builtinToolNames() []string {
+	var names []string
+	for _, t := range runtime.VFSTools() {
+		names = append(names, t.Definition().Name)
+	}
+	return names
+}
+
 // stack is an embedded Cairn: the SQLite store and a local host on it.
 type stack struct {
 	store *sqlite.Store

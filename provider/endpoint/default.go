@@ -151,7 +151,7 @@ func (d *Default) Resolve(providerID string) (Endpoint, error) {
 		key = *pc.APIKey
 	}
 	if key == "" && (keyEnvDeclared || isPublicHost(u.Hostname())) {
-		return Endpoint{}, &MissingKeyError{ProviderID: providerID, EnvVar: keyEnv}
+		return Endpoint{}, &MissingKeyError{ProviderID: providerID, EnvVar: keyEnv, APIKinds: append([]string(nil), kinds...)}
 	}
 	return Endpoint{
 		BaseURL:        strings.TrimRight(baseURL, "/"),

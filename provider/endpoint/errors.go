@@ -25,6 +25,8 @@ var ErrMissingKey = errors.New("missing API key")
 type MissingKeyError struct {
 	ProviderID string
 	EnvVar     string
+	// APIKinds are the kinds the provider admits, known without its key.
+	APIKinds []string
 }
 
 func (e *MissingKeyError) Error() string {

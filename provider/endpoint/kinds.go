@@ -1,6 +1,11 @@
 package endpoint
 
-import "github.com/cairn-agents/cairn/core"
+import (
+	"errors"
+	"slices"
+
+	"github.com/cairn-agents/cairn/core"
+)
 
 // ResolveFor resolves providerID for a request of apiKind and refuses a
 // provider that does not admit that kind with an *APIKindError. Adapters call
@@ -35,4 +40,22 @@ func isKnownAPIKind(k string) bool {
 		}
 	}
 	return false
+}
+
+// CheckKnown refuses, with the resolver's typed error, a provider id the
+// resolver does not know or one that does not admit apiKind. Any other
+// outcome (a key not yet set, say) passes: the endpoint is resolved again
+// before each call.
+func CheckKnown(r Resolver, providerID, apiKind string) error {
+	_, err := ResolveFor(r, providerID, apiKind)
+	var unknown *UnknownProviderError
+	var kind *APIKindError
+	var missing *MissingKeyError
+	switch {
+	case errors.As(err, &unknown) || errors.As(err, &kind):
+		return err
+	case errors.As(err, &missing) && missing.APIKinds != nil && !slices.Contains(missing.APIKinds, apiKind):
+		return &APIKindError{ProviderID: providerID, APIKind: apiKind, Admitted: missing.APIKinds}
+	}
+	return nil
 }

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/cairn-agents/cairn/api"
+	"github.com/cairn-agents/cairn/core"
+)
+
+// A typo in a tool name or a provider id is refused at session/create with
+// a typed error naming it, not discovered at the first run (or never).
+func TestServeRefusesUnknownToolsAndProvidersAtCreate(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "") // a missing key is no reason to refuse: it may be set later
+	c := api.NewClient(startServeCommand(t), nil)
+	ctx := context.Background()
+	create := func(provider, kind string, tools ...string) error {
+		_, err := c.CreateSession(ctx, api.CreateSessionParams{Model: core.ModelSelection{ProviderID: provider, APIKind: kind, Model: "m"}, Tools: tools})
+		return err
+	}
+	for _, tc := range []struct {
+		name, provider, kind string
+		tools                []string
+		want                 string
+	}{
+		{"tool typo", "openai", core.APIChatCompletions, []string{"vfs_read_file", "vfs_raed_file"}, `tools[1]: no tool "vfs_raed_file"`},
+		{"unknown provider", "opnai", core.APIChatCompletions, nil, `unknown provider "opnai"`},
+		{"kind the provider does not speak", "openai", core.APIAnthropicMessages, nil, `does not admit API kind "anthropic_messages"`},
+	} {
+		err := create(tc.provider, tc.kind, tc.tools...)
+		var ae *api.Error
+		if !errors.As(err, &ae) || ae.Kind() != core.RejectInvalidConfiguration || !strings.Contains(ae.Message, tc.want) {
+			t.Errorf("%s: %v, want invalid_configuration naming %s", tc.name, err, tc.want)
+		}
+	}
+	list, err := c.ListSessions(ctx, api.SessionListParams{})
+	if err != nil || len(list.Sessions) != 0 {
+		t.Fatalf("refused creates left sessions: %+v, %v", list, err)
+	}
+	if err := create("openai", core.APIChatCompletions, "vfs_read_file"); err != nil {
+		t.Fatalf("a known provider and tool without a key yet: %v", err)
+	}
+}
