@@ -123,6 +123,15 @@ func (s call) createSession(ctx context.Context, p CreateSessionParams) (CreateS
 	if err := s.checkLinks(ctx, cfg.Links); err != nil {
 		return CreateSessionResult{}, err
 	}
+	if p.SessionID != "" {
+		// Refused before the instructions are stored: a refused call stores nothing.
+		if err := runtime.ValidateSessionID(p.SessionID); err != nil {
+			return CreateSessionResult{}, err
+		}
+		if _, err := s.host.Log().Session(ctx, p.SessionID); err == nil {
+			return CreateSessionResult{}, &core.Rejection{Kind: core.RejectSessionExists, Message: "session " + p.SessionID + " already exists"}
+		}
+	}
 	var instr *core.EntryInput
 	if p.Instructions != "" {
 		item, err := runtime.TextInput(ctx, s.host.Blobs(), p.Instructions)
@@ -228,8 +237,19 @@ func (s call) listSessions(ctx context.Context, p SessionListParams) (SessionLis
 }
 
 // textInput describes the parts of an input: it admits the refs of its
-// audio parts in one batch, then stores its text parts.
-func (s call) textInput(ctx context.Context, parts []InputPart) ([]core.InputItem, error) {
+// audio parts in one batch, and stages its text parts (see submitStaged).
+func (s call) textInput(ctx context.Context, parts []InputPart) ([]core.InputItem, staged, error) {
+	items, err := s.inputItems(ctx, parts)
+	var texts staged
+	for _, part := range parts {
+		if part.Type == "text" {
+			texts = append(texts, []byte(part.Text))
+		}
+	}
+	return items, texts, err
+}
+
+func (s call) inputItems(ctx context.Context, parts []InputPart) ([]core.InputItem, error) {
 	if len(parts) == 0 {
 		return nil, invalidParams("input needs at least one part")
 	}
@@ -256,14 +276,9 @@ func (s call) textInput(ctx context.Context, parts []InputPart) ([]core.InputIte
 		return nil, err
 	}
 	for i, part := range parts {
-		if part.Type != "text" {
-			continue
+		if part.Type == "text" {
+			items[i] = runtime.TextItem(part.Text)
 		}
-		item, err := runtime.TextInput(ctx, s.host.Blobs(), part.Text)
-		if err != nil {
-			return nil, err
-		}
-		items[i] = item
 	}
 	return items, nil
 }
@@ -272,7 +287,7 @@ func (s call) startRun(ctx context.Context, p RunStartParams) (RunStartResult, e
 	if err := requireSession(p.SessionID); err != nil {
 		return RunStartResult{}, err
 	}
-	items, err := s.textInput(ctx, p.Input)
+	items, texts, err := s.textInput(ctx, p.Input)
 	if err != nil {
 		return RunStartResult{}, err
 	}
@@ -280,7 +295,7 @@ func (s call) startRun(ctx context.Context, p RunStartParams) (RunStartResult, e
 	if err != nil {
 		return RunStartResult{}, err
 	}
-	adm, err := s.host.Submit(ctx, p.SessionID, core.StartRun{AtMs: s.host.NowMs(), RunID: s.host.NewID("run_"), SubmissionID: p.SubmissionID, Input: items, Activations: activations})
+	adm, err := s.submitStaged(ctx, p.SessionID, core.StartRun{AtMs: s.host.NowMs(), RunID: s.host.NewID("run_"), SubmissionID: p.SubmissionID, Input: items, Activations: activations}, texts)
 	if err != nil {
 		return RunStartResult{}, err
 	}
@@ -326,12 +341,12 @@ func (s call) steer(ctx context.Context, p SteerParams) (SteerResult, error) {
 	if err := requireSession(p.SessionID); err != nil {
 		return SteerResult{}, err
 	}
-	items, err := s.textInput(ctx, p.Input)
+	items, texts, err := s.textInput(ctx, p.Input)
 	if err != nil {
 		return SteerResult{}, err
 	}
 	id := s.host.NewID("st_")
-	adm, err := s.host.Submit(ctx, p.SessionID, core.Steer{AtMs: s.host.NowMs(), SteeringID: id, Input: items})
+	adm, err := s.submitStaged(ctx, p.SessionID, core.Steer{AtMs: s.host.NowMs(), SteeringID: id, Input: items}, texts)
 	if err != nil {
 		return SteerResult{}, err
 	}
@@ -413,7 +428,7 @@ func (s call) appendContext(ctx context.Context, p ContextAppendParams) (Context
 	if err := requireSession(p.SessionID); err != nil {
 		return ContextAppendResult{}, err
 	}
-	item, err := s.contextContent(ctx, p)
+	item, texts, err := s.contextContent(ctx, p)
 	if err != nil {
 		return ContextAppendResult{}, err
 	}
@@ -421,7 +436,7 @@ func (s call) appendContext(ctx context.Context, p ContextAppendParams) (Context
 	if p.Kind == core.EntryMessage {
 		in.Role = core.RoleUser
 	}
-	adm, err := s.host.Submit(ctx, p.SessionID, core.AppendContext{AtMs: s.host.NowMs(), Entries: []core.EntryInput{in}, ExpectedRevision: p.ExpectedRevision})
+	adm, err := s.submitStaged(ctx, p.SessionID, core.AppendContext{AtMs: s.host.NowMs(), Entries: []core.EntryInput{in}, ExpectedRevision: p.ExpectedRevision}, texts)
 	if err != nil {
 		return ContextAppendResult{}, err
 	}
@@ -431,13 +446,19 @@ func (s call) appendContext(ctx context.Context, p ContextAppendParams) (Context
 	return ContextAppendResult{Revision: adm.Revision, EntryID: adm.EntryIDs[0]}, nil
 }
 
-// contextContent stores an appended entry's text, or admits its ref.
-func (s call) contextContent(ctx context.Context, p ContextAppendParams) (core.InputItem, error) {
+// contextContent stages an appended entry's text, or admits its ref.
+func (s call) contextContent(ctx context.Context, p ContextAppendParams) (core.InputItem, staged, error) {
+	if p.Ref == nil && p.Text != "" {
+		return runtime.TextItem(p.Text), staged{[]byte(p.Text)}, nil
+	}
+	item, err := s.refContent(ctx, p)
+	return item, nil, err
+}
+
+func (s call) refContent(ctx context.Context, p ContextAppendParams) (core.InputItem, error) {
 	switch {
 	case p.Ref == nil && p.Text == "":
 		return core.InputItem{}, invalidParams("text or ref is required")
-	case p.Ref == nil:
-		return runtime.TextInput(ctx, s.host.Blobs(), p.Text)
 	case p.Text != "":
 		return core.InputItem{}, invalidParams("text and ref are exclusive: send the bytes once, either way")
 	case p.Ref.Digest.IsZero():

@@ -207,10 +207,16 @@ func previewOf(data []byte) string {
 
 // TextInput stores a user's text and describes it as run input.
 func TextInput(ctx context.Context, blobs blob.Store, text string) (core.InputItem, error) {
-	data := []byte(text)
-	ref, err := blob.PutRef(ctx, blobs, data, content.MediaText, "")
-	if err != nil {
+	item := TextItem(text)
+	if _, err := blob.PutRef(ctx, blobs, []byte(text), content.MediaText, ""); err != nil {
 		return core.InputItem{}, err
 	}
-	return core.InputItem{Content: ref, TokenEstimate: provider.Estimate(data), Preview: provider.Preview(text)}, nil
+	return item, nil
+}
+
+// TextItem is TextInput's item without storing the text: for a caller that
+// stores the bytes only once the command that names them is admissible.
+func TextItem(text string) core.InputItem {
+	data := []byte(text)
+	return core.InputItem{Content: content.Ref(data, content.MediaText, ""), TokenEstimate: provider.Estimate(data), Preview: provider.Preview(text)}
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/runtime"
 	"github.com/cairn-agents/cairn/store"
 )
 
@@ -54,20 +55,8 @@ func (h *Host) CreateSession(ctx context.Context, id string, cfg core.SessionCon
 	return id, nil
 }
 
-// ValidateSessionID accepts 1–128 characters of [A-Za-z0-9._:-], so ids are
-// safe in URLs, workflow ids and file names.
-func ValidateSessionID(id string) error {
-	if len(id) == 0 || len(id) > 128 {
-		return &core.Rejection{Kind: core.RejectInvalidInput, Message: "session id must be 1 to 128 characters"}
-	}
-	for _, c := range id {
-		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == ':' || c == '-'
-		if !ok {
-			return &core.Rejection{Kind: core.RejectInvalidInput, Message: fmt.Sprintf("session id %q may only contain letters, digits and . _ : -", id)}
-		}
-	}
-	return nil
-}
+// ValidateSessionID is runtime.ValidateSessionID.
+func ValidateSessionID(id string) error { return runtime.ValidateSessionID(id) }
 
 // Submit admits a command for a session and persists its events before it
 // returns; the session's work then proceeds in the background.
