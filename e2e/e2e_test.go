@@ -21,8 +21,8 @@ func fakeModel() core.ModelSelection {
 }
 
 // A session driven through `cairn serve` and the JSON-RPC client: a tool
-// round (the tool is granted but this server has none registered, so the
-// runtime answers "unavailable"), then a final answer that becomes the output.
+// round (the model calls a tool the session was not granted, so the runtime
+// answers "unavailable"), then a final answer that becomes the output.
 func TestE2E_RunWithToolRoundThroughServe(t *testing.T) {
 	fake := newFakeChat(t, fakeKey)
 	fake.script(
@@ -34,7 +34,7 @@ func TestE2E_RunWithToolRoundThroughServe(t *testing.T) {
 	c := srv.client()
 	ctx := context.Background()
 
-	created, err := c.CreateSession(ctx, api.CreateSessionParams{Model: fakeModel(), Instructions: "Be brief.", Tools: []string{"lookup"}})
+	created, err := c.CreateSession(ctx, api.CreateSessionParams{Model: fakeModel(), Instructions: "Be brief.", Tools: []string{"vfs_list_dir"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func TestE2E_SIGKILLMidRunResumesWithoutLossOrDuplicates(t *testing.T) {
 	fake := newFakeChat(t, fakeKey)
 	hold := make(chan struct{})
 	fake.script(
-		fakeStep{body: toolCallResponse("chatcmpl-1", "call_k", "lookup", `{}`)},
+		fakeStep{body: toolCallResponse("chatcmpl-1", "call_k", "vfs_list_dir", `{"path":"/"}`)},
 		fakeStep{body: textResponse("chatcmpl-2", "never delivered"), release: hold}, // the killed server's request
 		fakeStep{body: textResponse("chatcmpl-3", "Finished after restart.")},
 	)
@@ -206,7 +206,7 @@ func TestE2E_SIGKILLMidRunResumesWithoutLossOrDuplicates(t *testing.T) {
 	srv := startServe(t, dir+"/data", cfg, fakeKey)
 	c := srv.client()
 	ctx := context.Background()
-	created, err := c.CreateSession(ctx, api.CreateSessionParams{SessionID: "crash", Model: fakeModel(), Tools: []string{"lookup"}})
+	created, err := c.CreateSession(ctx, api.CreateSessionParams{SessionID: "crash", Model: fakeModel(), Tools: []string{"vfs_list_dir"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -126,10 +126,17 @@ func serve(ctx context.Context, cmd *cobra.Command, o serveOptions) error {
 	if o.postgres == "" && !isLoopback(ln.Addr()) {
 		logger.Warn("the embedded mode has no API keys: anyone who can reach this address can use every session", "listen", ln.Addr().String())
 	}
-	rpc := api.NewServerFor(hosts, api.ServerOptions{APIKinds: apiKinds, ValidateParams: validateParams, Logger: logger, RetentionGrace: o.gc.grace,
+	rpcOpts := api.ServerOptions{APIKinds: apiKinds, ValidateParams: validateParams, Logger: logger, RetentionGrace: o.gc.grace,
 		AllowedHosts: append(listenHosts(o.listen, ln.Addr()), o.allowHosts...), AllowedOrigins: o.allowOrigins,
-		MaxResponseBytes: o.maxResponseBytes, Tools: builtinToolNames(),
-		CheckProvider: func(id, kind string) error { return endpoint.CheckKnown(hostOpts.resolver, id, kind) }})
+		MaxResponseBytes: o.maxResponseBytes}
+	if o.temporal.address == "" {
+		// This process runs the sessions, so it knows their tools and
+		// providers. Temporal workers may be built with tools, and given
+		// provider config, that the gateway lacks: there they decide.
+		rpcOpts.Tools = builtinToolNames()
+		rpcOpts.CheckProvider = func(id, kind string) error { return endpoint.CheckKnown(hostOpts.resolver, id, kind) }
+	}
+	rpc := api.NewServerFor(hosts, rpcOpts)
 	srv := &http.Server{
 		Handler:           rpc.Protect(web.WithAPI(rpc.Handler())),
 		ReadHeaderTimeout: 10 * time.Second,
