@@ -193,10 +193,10 @@ type env struct {
 	logs    *testenv.Buffer
 }
 
-func newEnv(t *testing.T) *env { return newEnvWith(t, api.ServerOptions{}) }
+func newEnv(t testing.TB) *env { return newEnvWith(t, api.ServerOptions{}) }
 
 // newEnvWith is newEnv with server options (APIKinds and Logger are set here).
-func newEnvWith(t *testing.T, opt api.ServerOptions) *env {
+func newEnvWith(t testing.TB, opt api.ServerOptions) *env {
 	t.Helper()
 	blobs := &faultyBlobs{Store: blob.NewMemory()}
 	log := store.NewMemory(blobs)
@@ -366,7 +366,7 @@ func (e *env) postOne(t *testing.T, body string) api.Response {
 }
 
 // vfsTools registers the vfs_* tools, as the cairn binary does.
-func vfsTools(t *testing.T) *runtime.Tools {
+func vfsTools(t testing.TB) *runtime.Tools {
 	t.Helper()
 	tools, err := runtime.NewTools(runtime.VFSTools()...)
 	if err != nil {

@@ -115,7 +115,7 @@ func (w *refWalk) readBack(method, path string, ref map[string]any, digest strin
 // newSQLiteEnv is an embedded server as `cairn serve` runs it: SQLite store
 // (with storage reports, retention and checkpoints), vfs tools and the fake
 // model.
-func newSQLiteEnv(t *testing.T) *env {
+func newSQLiteEnv(t testing.TB) *env {
 	t.Helper()
 	st, err := sqlite.Open(bg, t.TempDir())
 	if err != nil {
