@@ -43,25 +43,10 @@ func (h *Host) pump(s *session) {
 	}
 }
 
-// retryPumpLater pumps the session again in a second; it holds the session
-// meanwhile, so it is not evicted with the failed step pending.
+// retryPumpLater pumps the session again in a second.
 // The caller holds s.mu.
 func (h *Host) retryPumpLater(s *session) {
-	h.mu.Lock()
-	s.refs++
-	h.mu.Unlock()
-	h.work.Add(1)
-	go func() {
-		defer h.work.Done()
-		defer h.release(s)
-		select {
-		case <-h.ctx.Done():
-		case <-time.After(time.Second):
-			s.mu.Lock()
-			h.pump(s)
-			s.mu.Unlock()
-		}
-	}()
+	h.later(s, time.Second, func() { h.pump(s) })
 }
 
 func (h *Host) dispatchGenerate(s *session, w core.GenerateWork) {
@@ -221,11 +206,15 @@ func (h *Host) admitFailure(s *session, key string, fail core.Command, attempt i
 	h.pump(s)
 }
 
-// retryLater runs fn with s.mu held after an exponential backoff (the
-// provider retry policy's delays); the session is held meanwhile, so it is
-// not evicted with the step pending. The caller holds s.mu.
+// retryLater runs fn after an exponential backoff (the provider retry
+// policy's delays). The caller holds s.mu.
 func (h *Host) retryLater(s *session, attempt int, fn func()) {
-	wait := min(h.opt.Retry.BaseDelay<<min(attempt-1, 16), h.opt.Retry.MaxDelay)
+	h.later(s, min(h.opt.Retry.BaseDelay<<min(attempt-1, 16), h.opt.Retry.MaxDelay), fn)
+}
+
+// later runs fn with s.mu held after wait; the session is held meanwhile,
+// so it is not evicted with the step pending. The caller holds s.mu.
+func (h *Host) later(s *session, wait time.Duration, fn func()) {
 	h.mu.Lock()
 	s.refs++
 	h.mu.Unlock()
