@@ -145,24 +145,54 @@ func (g *Gateway) Inspect(ctx context.Context, sessionID string, fn func(*core.S
 	})
 }
 
+// appendWaiter is a store that signals appends (PostgreSQL LISTEN/NOTIFY).
+type appendWaiter interface {
+	WaitAppend(ctx context.Context, sessionID string) (<-chan struct{}, error)
+}
+
 // Changed returns the session's head and a channel closed once the log
-// moves past it (polled: the gateway shares no memory with the workers).
+// (probably) moved past it; a waiter reads the head again when it wakes.
+// The gateway shares no memory with the workers: a store that signals
+// appends wakes it, others are polled. Either way the watch ends with ctx,
+// so a long-poll whose client left stops costing anything.
 func (g *Gateway) Changed(ctx context.Context, sessionID string) (int64, <-chan struct{}, error) {
+	var ch <-chan struct{}
+	if w, ok := g.store.(appendWaiter); ok {
+		// Wait first, then read the head: an append in between wakes us.
+		var err error
+		if ch, err = w.WaitAppend(ctx, sessionID); err != nil {
+			return 0, nil, err
+		}
+	}
 	life, err := g.store.Session(ctx, sessionID)
 	if err != nil {
 		return 0, nil, err
 	}
+	if ch == nil {
+		ch = g.pollHead(ctx, sessionID, life.Head)
+	}
+	return life.Head, ch, nil
+}
+
+// pollHead closes its channel when the session's head moves past head, the
+// session is gone, or ctx ends.
+func (g *Gateway) pollHead(ctx context.Context, sessionID string, head int64) <-chan struct{} {
 	ch := make(chan struct{})
 	go func() {
 		defer close(ch)
-		deadline := time.Now().Add(35 * time.Second) // past the API's longest wait
-		for time.Now().Before(deadline) {
-			time.Sleep(g.poll)
-			cur, err := g.store.Session(context.Background(), sessionID)
-			if err != nil || cur.Head != life.Head {
+		t := time.NewTicker(g.poll)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			cur, err := g.store.Session(ctx, sessionID)
+			if err != nil || cur.Head != head {
 				return
 			}
 		}
 	}()
-	return life.Head, ch, nil
+	return ch
 }
