@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -119,17 +120,47 @@ func asRejection(err error) error {
 	return rej
 }
 
-// Status asks the session's workflow for its status (no log read).
+// statusQueryTimeout bounds the status query: with no worker up, Temporal
+// holds a query until the caller gives up.
+const statusQueryTimeout = 3 * time.Second
+
+// Status asks the session's workflow for its status (no log read). When no
+// worker answers (all down, or the workflow cannot run), it answers from
+// the store instead: the state of the latest checkpoint and the events
+// after it, with AsOfSeq set.
 func (g *Gateway) Status(ctx context.Context, sessionID string) (Status, error) {
 	if _, err := g.store.Session(ctx, sessionID); err != nil {
 		return Status{}, err
 	}
-	v, err := g.client.QueryWorkflow(ctx, WorkflowID(g.universe, sessionID), "", QueryStatus)
+	qctx, cancel := context.WithTimeout(ctx, statusQueryTimeout)
+	defer cancel()
+	v, err := g.client.QueryWorkflow(qctx, WorkflowID(g.universe, sessionID), "", QueryStatus)
+	if err == nil {
+		var st Status
+		if err = v.Get(&st); err == nil {
+			return st, nil
+		}
+	}
+	if ctx.Err() != nil {
+		return Status{}, ctx.Err()
+	}
+	return g.storedStatus(ctx, sessionID)
+}
+
+// storedStatus is the session's status rebuilt from the store.
+func (g *Gateway) storedStatus(ctx context.Context, sessionID string) (Status, error) {
+	st, err := runtime.LoadState(ctx, g.store, g.store, g.store, sessionID, slog.Default().With("universe", g.universe))
 	if err != nil {
 		return Status{}, err
 	}
-	var st Status
-	return st, v.Get(&st)
+	out := Status{SessionID: st.SessionID, Closed: st.Closed, Model: st.Config.Model, Tools: st.Config.Tools,
+		ContextRevision: st.Revision, Head: st.Head, ActiveRun: st.Active, Queued: append([]string{}, st.Queue...), AsOfSeq: st.Head}
+	if p := st.Compaction; p != nil {
+		c := *p
+		c.EntryIDs = nil
+		out.Compaction = &c
+	}
+	return out, nil
 }
 
 // Inspect runs fn on the session's state rebuilt from the log (only the

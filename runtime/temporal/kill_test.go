@@ -106,3 +106,26 @@ func TestTemporal_KilledWorkerReplaysACancelledParallelToolRound(t *testing.T) {
 		t.Fatalf("run after the restart: %s (%+v)", r.Status, r.Error)
 	}
 }
+
+// With every worker down, the status comes from the store (checkpoint plus
+// event tail) and says so, instead of failing after the query times out.
+func TestTemporal_StatusWithEveryWorkerDownComesFromTheStore(t *testing.T) {
+	e := newProcEnv(t, temporal.SessionArgs{})
+	w := e.worker("")
+	e.create("s1")
+	e.waitRun("s1", e.startWithin("s1", "hello", time.Minute))
+	live, err := e.gw.Status(context.Background(), "s1")
+	if err != nil || live.AsOfSeq != 0 {
+		t.Fatalf("status with a worker up: %+v, %v", live, err)
+	}
+	w.kill(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	st, err := e.gw.Status(ctx, "s1")
+	if err != nil {
+		t.Fatalf("status with every worker down: %v", err)
+	}
+	if st.AsOfSeq == 0 || st.AsOfSeq != st.Head || st.Head < live.Head || st.SessionID != "s1" || st.ActiveRun != "" || st.Model.Model != "m" {
+		t.Fatalf("status from the store: %+v (live: %+v)", st, live)
+	}
+}
