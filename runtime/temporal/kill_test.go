@@ -129,3 +129,28 @@ func TestTemporal_StatusWithEveryWorkerDownComesFromTheStore(t *testing.T) {
 		t.Fatalf("status from the store: %+v (live: %+v)", st, live)
 	}
 }
+
+// A worker dies inside a workflow task after that task's appends were
+// stored: the next worker replays a state behind the log. A command that
+// arrives then is decided again on the state rehydrated from the log, not
+// failed with the append's head conflict.
+func TestTemporal_CommandAfterAWorkerDiedMidTaskIsAdmittedAgain(t *testing.T) {
+	e := newProcEnv(t, temporal.SessionArgs{HeartbeatTimeoutMs: 2000})
+	first := e.worker(core.KindRunCompleted)
+	e.create("s1")
+	run := e.startWithin("s1", "hello", time.Minute)
+	first.await(t, "crashing", time.Minute)
+	first.kill(t)
+	if r := e.waitRun("s1", run); r.Status != core.StatusCompleted {
+		t.Fatalf("first run: %s", r.Status)
+	}
+
+	e.worker("")
+	next := e.startWithin("s1", "again", 2*time.Minute)
+	if r := e.waitRun("s1", next); r.Status != core.StatusCompleted {
+		t.Fatalf("run after the restart: %s (%+v)", r.Status, r.Error)
+	}
+	if n := e.kinds("s1"); n[core.KindRunCompleted] != 2 {
+		t.Fatalf("events: %v", n)
+	}
+}

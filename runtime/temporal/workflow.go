@@ -335,6 +335,34 @@ func (s *session) submit(ctx workflow.Context, cmd Command) (SubmitResult, error
 		return SubmitResult{}, err
 	}
 	defer s.mu.Unlock()
+	for attempt := 1; ; attempt++ {
+		res, err := s.admitOnce(ctx, c)
+		if err == nil || !isAppendConflict(err) || attempt == maxAdmitAttempts ||
+			workflow.GetVersion(ctx, versionReadmit, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+			return res, err
+		}
+		// The log moved past the state (a worker died in a workflow task
+		// after its appends) and commit rebuilt the state from it: decide
+		// again. A run this very command started in the lost task is there
+		// now; its id is the client's, so it is answered as a duplicate.
+		if sr, ok := c.(core.StartRun); ok {
+			if r := s.drive.State().Run(sr.RunID); r != nil && r.InputFingerprint == core.InputFingerprint(sr.Input) {
+				return SubmitResult{RunID: r.ID, Status: r.Status, Duplicate: true}, nil
+			}
+		}
+	}
+}
+
+// versionReadmit marks workflow code that decides a command again after its
+// append conflicted and the state was rehydrated (it used to fail).
+const versionReadmit = "readmit-after-conflict"
+
+// maxAdmitAttempts bounds re-admissions after append conflicts.
+const maxAdmitAttempts = 3
+
+// admitOnce refreshes linked material before a run, then admits and
+// appends the command. The caller holds s.mu.
+func (s *session) admitOnce(ctx workflow.Context, c core.Command) (SubmitResult, error) {
 	if _, ok := c.(core.StartRun); ok && workflow.GetVersion(ctx, versionRefresh, workflow.DefaultVersion, 1) == 1 {
 		if err := s.refresh(ctx); err != nil {
 			return SubmitResult{}, err
@@ -346,6 +374,12 @@ func (s *session) submit(ctx workflow.Context, cmd Command) (SubmitResult, error
 	}
 	s.dirty = true
 	return SubmitResult{RunID: adm.RunID, Status: adm.Status, Duplicate: adm.Duplicate, Revision: adm.Revision, EntryIDs: adm.EntryIDs}, nil
+}
+
+// isAppendConflict reports an append refused because the log had moved on.
+func isAppendConflict(err error) bool {
+	var appErr *temporal.ApplicationError
+	return errors.As(err, &appErr) && appErr.Type() == errAppendConflict
 }
 
 // lockAfterCompaction takes s.mu once no standalone compaction is pending:
