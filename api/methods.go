@@ -379,24 +379,35 @@ func (s call) readEvents(ctx context.Context, p EventsReadParams) (EventsReadRes
 		limit = defaultEventLimit
 	}
 	limit = min(limit, maxEventLimit)
-	head, changed, err := s.host.Changed(ctx, p.SessionID)
+	// The head from the log; a host's change watch (which may cost
+	// background work) only for a long-poll that has to wait.
+	life, err := s.host.Log().Session(ctx, p.SessionID)
 	if err != nil {
 		return EventsReadResult{}, err
 	}
+	head := life.Head
 	if head <= p.After && p.WaitMs > 0 {
-		timer := time.NewTimer(min(time.Duration(p.WaitMs)*time.Millisecond, maxWait))
-		defer timer.Stop()
-		select {
-		case <-changed:
-		case <-timer.C:
-		case <-ctx.Done():
+		wctx, cancel := context.WithTimeout(ctx, min(time.Duration(p.WaitMs)*time.Millisecond, maxWait))
+		defer cancel()
+		now, changed, err := s.host.Changed(wctx, p.SessionID)
+		if err != nil && ctx.Err() == nil && wctx.Err() == nil {
+			return EventsReadResult{}, err
+		}
+		if err == nil && now <= p.After {
+			select {
+			case <-changed:
+			case <-wctx.Done():
+			}
+		}
+		if ctx.Err() != nil {
 			return EventsReadResult{}, ctx.Err()
 		}
 		// Report the head as of now: a page cut by limit must not hide
 		// events committed while this call waited.
-		if head, _, err = s.host.Changed(ctx, p.SessionID); err != nil {
+		if life, err = s.host.Log().Session(ctx, p.SessionID); err != nil {
 			return EventsReadResult{}, err
 		}
+		head = life.Head
 	}
 	evs, err := s.host.Log().ReadAfter(ctx, p.SessionID, p.After, limit)
 	if err != nil {

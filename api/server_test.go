@@ -826,3 +826,26 @@ func TestSessionMethodsRequireAnExistingSession(t *testing.T) {
 		t.Fatalf("sessions = %+v, %v; the calls created something", list.Sessions, err)
 	}
 }
+
+// Reads that need not wait never ask the host to watch the session (on the
+// Temporal gateway a watch holds a listener): no waitMs, or events already
+// past `after`.
+func TestEventsReadsThatNeedNotWaitStartNoWatch(t *testing.T) {
+	e := newEnv(t)
+	sid := e.create(t, api.CreateSessionParams{})
+	head := e.read(t, sid).Head
+	e.drainChanged()
+	for range 20 {
+		if _, err := e.c.ReadEvents(bg, api.EventsReadParams{SessionID: sid, After: head}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.c.ReadEvents(bg, api.EventsReadParams{SessionID: sid, After: 0, WaitMs: 20_000}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-e.changed:
+		t.Fatal("a read that did not wait started a change watch")
+	default:
+	}
+}

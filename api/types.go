@@ -75,6 +75,9 @@ type SessionReadResult struct {
 	// Compaction is the pending standalone compaction, if any.
 	Compaction *core.PendingCompaction `json:"compaction,omitempty"`
 	Source     *SessionSource          `json:"source,omitempty"` // lineage of a fork or clone
+	// AsOfSeq is set when the Temporal gateway answered from the store
+	// because no worker answered the status query: the state as of that event.
+	AsOfSeq int64 `json:"asOfSeq,omitempty"`
 }
 
 type SessionListParams struct {

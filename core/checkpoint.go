@@ -3,7 +3,6 @@ package core
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 
 	"github.com/cairn-agents/cairn/content"
 )
@@ -206,13 +205,17 @@ func (s *State) validate() error {
 		}
 		seen[id] = true
 	}
-	ids := make([]string, 0, len(s.runs))
-	for id := range s.runs {
-		ids = append(ids, id)
+	// runOrder, not the map: the core never depends on map order, and
+	// decoding a checkpoint runs in workflow code. DecodeCheckpoint builds
+	// both from the same list, so they hold the same ids.
+	if len(s.runOrder) != len(s.runs) {
+		return fmt.Errorf("%d runs in order, %d by id", len(s.runOrder), len(s.runs))
 	}
-	sort.Strings(ids)
-	for _, id := range ids {
+	for _, id := range s.runOrder {
 		r := s.runs[id]
+		if r == nil {
+			return fmt.Errorf("run %s is in order but not by id", id)
+		}
 		if (r.Status == StatusRunning) != (id == s.Active) {
 			return fmt.Errorf("run %s is %s but the active run is %q", id, r.Status, s.Active)
 		}

@@ -48,7 +48,7 @@ func (h temporalHost) SessionStatus(ctx context.Context, sessionID string) (api.
 		return api.SessionReadResult{}, err
 	}
 	out := api.SessionReadResult{SessionID: st.SessionID, Status: core.SessionStatusOpen, Model: st.Model, Tools: st.Tools,
-		ContextRevision: st.ContextRevision, Head: st.Head, QueuedRuns: []api.RunSummary{}, Compaction: st.Compaction}
+		ContextRevision: st.ContextRevision, Head: st.Head, QueuedRuns: []api.RunSummary{}, Compaction: st.Compaction, AsOfSeq: st.AsOfSeq}
 	if st.Closed {
 		out.Status = core.SessionStatusClosed
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -119,17 +120,47 @@ func asRejection(err error) error {
 	return rej
 }
 
-// Status asks the session's workflow for its status (no log read).
+// statusQueryTimeout bounds the status query: with no worker up, Temporal
+// holds a query until the caller gives up.
+const statusQueryTimeout = 3 * time.Second
+
+// Status asks the session's workflow for its status (no log read). When no
+// worker answers (all down, or the workflow cannot run), it answers from
+// the store instead: the state of the latest checkpoint and the events
+// after it, with AsOfSeq set.
 func (g *Gateway) Status(ctx context.Context, sessionID string) (Status, error) {
 	if _, err := g.store.Session(ctx, sessionID); err != nil {
 		return Status{}, err
 	}
-	v, err := g.client.QueryWorkflow(ctx, WorkflowID(g.universe, sessionID), "", QueryStatus)
+	qctx, cancel := context.WithTimeout(ctx, statusQueryTimeout)
+	defer cancel()
+	v, err := g.client.QueryWorkflow(qctx, WorkflowID(g.universe, sessionID), "", QueryStatus)
+	if err == nil {
+		var st Status
+		if err = v.Get(&st); err == nil {
+			return st, nil
+		}
+	}
+	if ctx.Err() != nil {
+		return Status{}, ctx.Err()
+	}
+	return g.storedStatus(ctx, sessionID)
+}
+
+// storedStatus is the session's status rebuilt from the store.
+func (g *Gateway) storedStatus(ctx context.Context, sessionID string) (Status, error) {
+	st, err := runtime.LoadState(ctx, g.store, g.store, g.store, sessionID, slog.Default().With("universe", g.universe))
 	if err != nil {
 		return Status{}, err
 	}
-	var st Status
-	return st, v.Get(&st)
+	out := Status{SessionID: st.SessionID, Closed: st.Closed, Model: st.Config.Model, Tools: st.Config.Tools,
+		ContextRevision: st.Revision, Head: st.Head, ActiveRun: st.Active, Queued: append([]string{}, st.Queue...), AsOfSeq: st.Head}
+	if p := st.Compaction; p != nil {
+		c := *p
+		c.EntryIDs = nil
+		out.Compaction = &c
+	}
+	return out, nil
 }
 
 // Inspect runs fn on the session's state rebuilt from the log (only the
@@ -145,24 +176,54 @@ func (g *Gateway) Inspect(ctx context.Context, sessionID string, fn func(*core.S
 	})
 }
 
+// appendWaiter is a store that signals appends (PostgreSQL LISTEN/NOTIFY).
+type appendWaiter interface {
+	WaitAppend(ctx context.Context, sessionID string) (<-chan struct{}, error)
+}
+
 // Changed returns the session's head and a channel closed once the log
-// moves past it (polled: the gateway shares no memory with the workers).
+// (probably) moved past it; a waiter reads the head again when it wakes.
+// The gateway shares no memory with the workers: a store that signals
+// appends wakes it, others are polled. Either way the watch ends with ctx,
+// so a long-poll whose client left stops costing anything.
 func (g *Gateway) Changed(ctx context.Context, sessionID string) (int64, <-chan struct{}, error) {
+	var ch <-chan struct{}
+	if w, ok := g.store.(appendWaiter); ok {
+		// Wait first, then read the head: an append in between wakes us.
+		var err error
+		if ch, err = w.WaitAppend(ctx, sessionID); err != nil {
+			return 0, nil, err
+		}
+	}
 	life, err := g.store.Session(ctx, sessionID)
 	if err != nil {
 		return 0, nil, err
 	}
+	if ch == nil {
+		ch = g.pollHead(ctx, sessionID, life.Head)
+	}
+	return life.Head, ch, nil
+}
+
+// pollHead closes its channel when the session's head moves past head, the
+// session is gone, or ctx ends.
+func (g *Gateway) pollHead(ctx context.Context, sessionID string, head int64) <-chan struct{} {
 	ch := make(chan struct{})
 	go func() {
 		defer close(ch)
-		deadline := time.Now().Add(35 * time.Second) // past the API's longest wait
-		for time.Now().Before(deadline) {
-			time.Sleep(g.poll)
-			cur, err := g.store.Session(context.Background(), sessionID)
-			if err != nil || cur.Head != life.Head {
+		t := time.NewTicker(g.poll)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			cur, err := g.store.Session(ctx, sessionID)
+			if err != nil || cur.Head != head {
 				return
 			}
 		}
 	}()
-	return life.Head, ch, nil
+	return ch
 }

@@ -20,11 +20,11 @@ import (
 func (s *session) dispatchTranscribe(ctx workflow.Context, w core.TranscribeWork) {
 	work := core.Work{RunID: w.RunID, Transcription: true}
 	key := work.Key()
-	if _, busy := s.inflight[key]; busy {
+	if s.inflight.has(key) {
 		return
 	}
 	actCtx, cancel := workflow.WithCancel(s.longActivity(ctx, 5))
-	s.inflight[key] = flight{Work: work, cancel: cancel}
+	s.inflight.add(key, flight{Work: work, cancel: cancel})
 	in := TranscribeIn{Universe: s.args.Universe, SessionID: s.args.SessionID, Head: s.drive.State().Head, RunID: w.RunID}
 	workflow.Go(ctx, func(gctx workflow.Context) {
 		var res core.TranscriptionResult

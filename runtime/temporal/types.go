@@ -128,6 +128,9 @@ type Status struct {
 	Queued          []string            `json:"queued"`
 	// Compaction is the pending standalone compaction (without its entry ids).
 	Compaction *core.PendingCompaction `json:"compaction,omitempty"`
+	// AsOfSeq is set when no worker answered and the status was rebuilt
+	// from the store: it is the session's state as of that event.
+	AsOfSeq int64 `json:"asOfSeq,omitempty"`
 }
 
 // RefreshIn names the links whose files a refresh reads.

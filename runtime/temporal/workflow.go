@@ -24,7 +24,7 @@ type session struct {
 	args     SessionArgs
 	drive    *core.Drive
 	mu       workflow.Mutex
-	inflight map[string]flight
+	inflight *flights
 	dirty    bool
 	// checkpointed is the head of the last checkpoint this run wrote;
 	// checkpointing is set while one is being written.
@@ -32,15 +32,10 @@ type session struct {
 	checkpointing bool
 }
 
-type flight struct {
-	core.Work
-	cancel workflow.CancelFunc
-}
-
 // SessionWorkflow drives one session until it closes, continuing as new when
 // idle with a long history.
 func SessionWorkflow(ctx workflow.Context, args SessionArgs) error {
-	s := &session{args: args, mu: workflow.NewMutex(ctx), inflight: map[string]flight{}}
+	s := &session{args: args, mu: workflow.NewMutex(ctx), inflight: newFlights()}
 	// Handlers first: an update that arrives with the first workflow task
 	// must find its handler; it waits there until the state is loaded.
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, s.status); err != nil {
@@ -58,7 +53,7 @@ func SessionWorkflow(ctx workflow.Context, args SessionArgs) error {
 			return err
 		}
 		s.pump(ctx)
-		closed := s.drive.State().Closed && len(s.inflight) == 0
+		closed := s.drive.State().Closed && s.inflight.len() == 0
 		due, head := runtime.CheckpointDue(s.drive.State(), s.checkpointed), s.drive.State().Head
 		s.mu.Unlock()
 		if due && !s.checkpointing && workflow.GetVersion(ctx, versionCheckpoint, workflow.DefaultVersion, 1) == 1 {
@@ -105,7 +100,7 @@ func (s *session) rehydrate(ctx workflow.Context) error {
 
 func (s *session) idle() bool {
 	st := s.drive.State()
-	return len(s.inflight) == 0 && !st.HasWork()
+	return s.inflight.len() == 0 && !st.HasWork()
 }
 
 func (s *session) historyLong(ctx workflow.Context) bool {
@@ -200,25 +195,20 @@ func (s *session) admitAndCommit(ctx workflow.Context, cmd core.Command) (core.A
 	return adm, s.commit(ctx, s.drive.Next(nowMs(ctx)))
 }
 
-// cancelStale cancels in-flight work the state no longer awaits.
+// cancelStale cancels in-flight work the state no longer awaits, in
+// dispatch order (history records the cancellations in that order).
 func (s *session) cancelStale() {
-	st := s.drive.State()
-	for key, f := range s.inflight {
-		if !st.Awaits(f.Work) {
-			f.cancel()
-			delete(s.inflight, key)
-		}
-	}
+	s.inflight.cancelUnless(s.drive.State().Awaits)
 }
 
 func (s *session) dispatchGenerate(ctx workflow.Context, w core.GenerateWork) {
 	work := core.Work{RunID: w.RunID, Turn: w.Turn}
 	key := work.Key()
-	if _, busy := s.inflight[key]; busy {
+	if s.inflight.has(key) {
 		return
 	}
 	actCtx, cancel := workflow.WithCancel(s.longActivity(ctx, 5))
-	s.inflight[key] = flight{Work: work, cancel: cancel}
+	s.inflight.add(key, flight{Work: work, cancel: cancel})
 	in := GenerateIn{Universe: s.args.Universe, SessionID: s.args.SessionID, Head: s.drive.State().Head,
 		RunID: w.RunID, Turn: w.Turn, Fingerprint: w.Fingerprint}
 	workflow.Go(ctx, func(gctx workflow.Context) {
@@ -246,11 +236,11 @@ func failedGeneration(w core.GenerateWork, err error) core.GenerationResult {
 func (s *session) dispatchCompact(ctx workflow.Context, w core.CompactWork) {
 	work := core.Work{CompactionID: w.CompactionID}
 	key := work.Key()
-	if _, busy := s.inflight[key]; busy {
+	if s.inflight.has(key) {
 		return
 	}
 	actCtx, cancel := workflow.WithCancel(s.longActivity(ctx, 5))
-	s.inflight[key] = flight{Work: work, cancel: cancel}
+	s.inflight.add(key, flight{Work: work, cancel: cancel})
 	in := CompactIn{Universe: s.args.Universe, SessionID: s.args.SessionID, Head: s.drive.State().Head,
 		CompactionID: w.CompactionID, ContextRevision: w.ContextRevision}
 	workflow.Go(ctx, func(gctx workflow.Context) {
@@ -270,11 +260,11 @@ func (s *session) dispatchCompact(ctx workflow.Context, w core.CompactWork) {
 func (s *session) dispatchTool(ctx workflow.Context, runID string, turn int, call core.ToolCall) {
 	work := core.Work{RunID: runID, Turn: turn, CallID: call.CallID}
 	key := work.Key()
-	if _, busy := s.inflight[key]; busy {
+	if s.inflight.has(key) {
 		return
 	}
 	actCtx, cancel := workflow.WithCancel(s.longActivity(ctx, 3))
-	s.inflight[key] = flight{Work: work, cancel: cancel}
+	s.inflight.add(key, flight{Work: work, cancel: cancel})
 	in := ToolIn{Universe: s.args.Universe, SessionID: s.args.SessionID, RunID: runID, Turn: turn, Call: call,
 		Links: s.drive.State().Config.Links}
 	workflow.Go(ctx, func(gctx workflow.Context) {
@@ -294,10 +284,9 @@ func (s *session) deliver(ctx workflow.Context, key string, cmd core.Command) {
 		return
 	}
 	defer s.mu.Unlock()
-	if _, live := s.inflight[key]; !live {
+	if !s.inflight.remove(key) {
 		return
 	}
-	delete(s.inflight, key)
 	switch c := cmd.(type) {
 	case core.GenerationResult:
 		c.AtMs = nowMs(ctx)
@@ -346,6 +335,34 @@ func (s *session) submit(ctx workflow.Context, cmd Command) (SubmitResult, error
 		return SubmitResult{}, err
 	}
 	defer s.mu.Unlock()
+	for attempt := 1; ; attempt++ {
+		res, err := s.admitOnce(ctx, c)
+		if err == nil || !isAppendConflict(err) || attempt == maxAdmitAttempts ||
+			workflow.GetVersion(ctx, versionReadmit, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+			return res, err
+		}
+		// The log moved past the state (a worker died in a workflow task
+		// after its appends) and commit rebuilt the state from it: decide
+		// again. A run this very command started in the lost task is there
+		// now; its id is the client's, so it is answered as a duplicate.
+		if sr, ok := c.(core.StartRun); ok {
+			if r := s.drive.State().Run(sr.RunID); r != nil && r.InputFingerprint == core.InputFingerprint(sr.Input) {
+				return SubmitResult{RunID: r.ID, Status: r.Status, Duplicate: true}, nil
+			}
+		}
+	}
+}
+
+// versionReadmit marks workflow code that decides a command again after its
+// append conflicted and the state was rehydrated (it used to fail).
+const versionReadmit = "readmit-after-conflict"
+
+// maxAdmitAttempts bounds re-admissions after append conflicts.
+const maxAdmitAttempts = 3
+
+// admitOnce refreshes linked material before a run, then admits and
+// appends the command. The caller holds s.mu.
+func (s *session) admitOnce(ctx workflow.Context, c core.Command) (SubmitResult, error) {
 	if _, ok := c.(core.StartRun); ok && workflow.GetVersion(ctx, versionRefresh, workflow.DefaultVersion, 1) == 1 {
 		if err := s.refresh(ctx); err != nil {
 			return SubmitResult{}, err
@@ -357,6 +374,12 @@ func (s *session) submit(ctx workflow.Context, cmd Command) (SubmitResult, error
 	}
 	s.dirty = true
 	return SubmitResult{RunID: adm.RunID, Status: adm.Status, Duplicate: adm.Duplicate, Revision: adm.Revision, EntryIDs: adm.EntryIDs}, nil
+}
+
+// isAppendConflict reports an append refused because the log had moved on.
+func isAppendConflict(err error) bool {
+	var appErr *temporal.ApplicationError
+	return errors.As(err, &appErr) && appErr.Type() == errAppendConflict
 }
 
 // lockAfterCompaction takes s.mu once no standalone compaction is pending:

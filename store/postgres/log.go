@@ -191,6 +191,8 @@ func (s *Store) writeAppend(ctx context.Context, conn *pgxpool.Conn, sessionID s
 			WHERE universe = $1 AND session_id = $2`,
 			s.universe, sessionID, life.Head, life.Status, life.Unfinished(), life.CreatedAtMs, life.UpdatedAtMs, raw)
 	}
+	// Delivered at commit, to WaitAppend's listeners (long-polling readers).
+	b.Queue(`SELECT pg_notify($1, $2)`, appendsChannel, appendsKey(s.universe, sessionID))
 	b.Queue(`COMMIT`)
 	br := conn.SendBatch(ctx, b)
 	var tag pgconn.CommandTag

@@ -19,8 +19,9 @@ import (
 
 // DB is a connection pool to one Cairn database. It is safe for concurrent use.
 type DB struct {
-	pool *pgxpool.Pool
-	now  func() time.Time
+	pool    *pgxpool.Pool
+	now     func() time.Time
+	appends *appendHub
 }
 
 // Option configures Connect.
@@ -70,7 +71,7 @@ func Connect(ctx context.Context, connString string, opts ...Option) (*DB, error
 		pool.Close()
 		return nil, connectError(ctx, connString, err)
 	}
-	return &DB{pool: pool, now: o.now}, nil
+	return &DB{pool: pool, now: o.now, appends: newAppendHub(pool)}, nil
 }
 
 // connectError describes a failed connection without the password. The
@@ -85,7 +86,10 @@ func connectError(ctx context.Context, connString string, err error) error {
 }
 
 // Close closes every connection of the pool.
-func (db *DB) Close() { db.pool.Close() }
+func (db *DB) Close() {
+	db.appends.close()
+	db.pool.Close()
+}
 
 // inTx runs fn in one read-committed transaction and commits only if fn succeeds.
 func inTx(ctx context.Context, pool *pgxpool.Pool, fn func(tx pgx.Tx) error) error {

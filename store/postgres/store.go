@@ -26,6 +26,8 @@ type Store struct {
 	// testHookBeforeInsert runs between uploading a large blob's object and
 	// inserting its row, so tests can make writers race on purpose.
 	testHookBeforeInsert func()
+
+	appends *appendHub // shared by the DB's stores
 }
 
 var (
@@ -48,7 +50,7 @@ func (db *DB) Store(ctx context.Context, universe string, objects objstore.Store
 	if !exists {
 		return nil, fmt.Errorf("postgres: %w: %s", ErrUnknownUniverse, universe)
 	}
-	return &Store{universe: universe, pool: db.pool, now: db.now, objects: objects}, nil
+	return &Store{universe: universe, pool: db.pool, now: db.now, objects: objects, appends: db.appends}, nil
 }
 
 // Universe returns the universe this Store reads and writes.
