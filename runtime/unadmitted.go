@@ -32,3 +32,26 @@ func Unadmitted(result core.Command, reason error) core.Command {
 	}
 	return nil
 }
+
+// AtTime is a host's result (or its FailRun) stamped with the time it is
+// admitted.
+func AtTime(cmd core.Command, at int64) core.Command {
+	switch c := cmd.(type) {
+	case core.GenerationResult:
+		c.AtMs = at
+		return c
+	case core.ToolResult:
+		c.AtMs = at
+		return c
+	case core.CompactionResult:
+		c.AtMs = at
+		return c
+	case core.TranscriptionResult:
+		c.AtMs = at
+		return c
+	case core.FailRun:
+		c.AtMs = at
+		return c
+	}
+	return cmd
+}

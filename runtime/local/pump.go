@@ -162,7 +162,7 @@ func (h *Host) admitResult(s *session, key string, cmd core.Command) {
 	if f == nil {
 		return // cancelled after it finished
 	}
-	_, err := h.admitAndCommit(s, withTime(cmd, h.nowMs()))
+	_, err := h.admitAndCommit(s, runtime.AtTime(cmd, h.nowMs()))
 	var rej *core.Rejection
 	refused := errors.As(err, &rej)
 	switch {
@@ -193,7 +193,7 @@ func (h *Host) admitFailure(s *session, key string, fail core.Command, attempt i
 	if s.inflight[key] == nil {
 		return // cancelled meanwhile
 	}
-	_, err := h.admitAndCommit(s, withTime(fail, h.nowMs()))
+	_, err := h.admitAndCommit(s, runtime.AtTime(fail, h.nowMs()))
 	var rej *core.Rejection
 	if err != nil && !errors.As(err, &rej) {
 		h.retryLater(s, attempt, func() { h.admitFailure(s, key, fail, attempt+1) })
@@ -230,27 +230,6 @@ func (h *Host) later(s *session, wait time.Duration, fn func()) {
 			s.mu.Unlock()
 		}
 	}()
-}
-
-func withTime(cmd core.Command, at int64) core.Command {
-	switch c := cmd.(type) {
-	case core.GenerationResult:
-		c.AtMs = at
-		return c
-	case core.ToolResult:
-		c.AtMs = at
-		return c
-	case core.CompactionResult:
-		c.AtMs = at
-		return c
-	case core.TranscriptionResult:
-		c.AtMs = at
-		return c
-	case core.FailRun:
-		c.AtMs = at
-		return c
-	}
-	return cmd
 }
 
 // admitAndCommit admits a command and appends its proposals. Any earlier

@@ -51,6 +51,7 @@ func NewActivities(stores Stores, adapters map[string]provider.Adapter, tools *r
 const (
 	errRetryableProvider = "provider_retryable"
 	errAppendConflict    = "append_conflict"
+	errMissingBlob       = "missing_blob"
 )
 
 func (a *Activities) store(ctx context.Context, universe string) (Store, error) {
@@ -112,7 +113,7 @@ func (a *Activities) Append(ctx context.Context, in AppendIn) (AppendOut, error)
 	}
 	var missing *blob.MissingError
 	if errors.As(err, &missing) {
-		return AppendOut{}, temporal.NewNonRetryableApplicationError(err.Error(), "missing_blob", err)
+		return AppendOut{}, temporal.NewNonRetryableApplicationError(err.Error(), errMissingBlob, err)
 	}
 	if err != nil {
 		return AppendOut{}, err

@@ -287,21 +287,18 @@ func (s *session) deliver(ctx workflow.Context, key string, cmd core.Command) {
 	if !s.inflight.remove(key) {
 		return
 	}
-	switch c := cmd.(type) {
-	case core.GenerationResult:
-		c.AtMs = nowMs(ctx)
-		cmd = c
-	case core.ToolResult:
-		c.AtMs = nowMs(ctx)
-		cmd = c
-	case core.CompactionResult:
-		c.AtMs = nowMs(ctx)
-		cmd = c
-	case core.TranscriptionResult:
-		c.AtMs = nowMs(ctx)
-		cmd = c
-	}
-	if _, err := s.admitAndCommit(ctx, cmd); err != nil {
+	cmd = runtime.AtTime(cmd, nowMs(ctx))
+	_, err := s.admitAndCommit(ctx, cmd)
+	if neverAdmitted(err) && workflow.GetVersion(ctx, versionFailUnadmitted, workflow.DefaultVersion, 1) == 1 {
+		// Running the work again would only repeat it (a paid model call
+		// each time), so its run fails instead.
+		workflow.GetLogger(ctx).Error("result not admitted; failing its run", "session", s.args.SessionID, "work", key, "error", err)
+		if fail := runtime.Unadmitted(cmd, err); fail != nil {
+			if _, err := s.admitAndCommit(ctx, runtime.AtTime(fail, nowMs(ctx))); err != nil {
+				workflow.GetLogger(ctx).Error("failing the run was not admitted either", "session", s.args.SessionID, "work", key, "error", err)
+			}
+		}
+	} else if err != nil {
 		workflow.GetLogger(ctx).Info("result not admitted", "work", key, "error", err)
 	}
 	s.dirty = true
@@ -352,6 +349,23 @@ func (s *session) submit(ctx workflow.Context, cmd Command) (SubmitResult, error
 		}
 	}
 }
+
+// neverAdmitted reports whether a result's admission failed for good: the
+// core refused it (not as stale), or the store lacks a blob it names. A
+// conflict is not: the state was rebuilt from the log, and the work runs
+// again on it; the append activity retries what may pass later itself.
+func neverAdmitted(err error) bool {
+	var rej *core.Rejection
+	if errors.As(err, &rej) {
+		return rej.Kind != core.RejectStaleResult
+	}
+	var appErr *temporal.ApplicationError
+	return errors.As(err, &appErr) && appErr.Type() == errMissingBlob
+}
+
+// versionFailUnadmitted marks workflow code that fails a run whose result
+// could not be admitted, where it once dispatched the work again.
+const versionFailUnadmitted = "fail-unadmitted-result"
 
 // versionReadmit marks workflow code that decides a command again after its
 // append conflicted and the state was rehydrated (it used to fail).
