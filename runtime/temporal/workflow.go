@@ -2,6 +2,7 @@ package temporal
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,6 +31,10 @@ type session struct {
 	// checkpointing is set while one is being written.
 	checkpointed  int64
 	checkpointing bool
+	// held are the tickets of commands waiting to be admitted, in arrival
+	// order; the front one goes next (see lockAfterCompaction).
+	held       []int64
+	nextTicket int64
 }
 
 // SessionWorkflow drives one session until it closes, continuing as new when
@@ -325,10 +330,19 @@ func (s *session) submit(ctx workflow.Context, cmd Command) (SubmitResult, error
 	if err != nil {
 		return SubmitResult{}, err
 	}
+	// A ticket is taken first thing: handlers start in the order their
+	// updates arrived, so tickets keep it (the mutex alone does not).
+	var ticket int64
+	if holdable(c) && workflow.GetVersion(ctx, versionArrivalOrder, workflow.DefaultVersion, 1) == 1 {
+		s.nextTicket++
+		ticket = s.nextTicket
+		s.held = append(s.held, ticket)
+		defer s.dropTicket(ticket)
+	}
 	if err := workflow.Await(ctx, func() bool { return s.drive != nil }); err != nil {
 		return SubmitResult{}, err
 	}
-	if err := s.lockAfterCompaction(ctx, c); err != nil {
+	if err := s.lockAfterCompaction(ctx, c, ticket); err != nil {
 		return SubmitResult{}, err
 	}
 	defer s.mu.Unlock()
@@ -399,13 +413,19 @@ func isAppendConflict(err error) bool {
 // lockAfterCompaction takes s.mu once no standalone compaction is pending:
 // runs and context edits wait for it instead of being rejected. Steering
 // and cancellation never wait.
-func (s *session) lockAfterCompaction(ctx workflow.Context, c core.Command) error {
+func (s *session) lockAfterCompaction(ctx workflow.Context, c core.Command, ticket int64) error {
 	for {
+		if ticket != 0 {
+			// Only the oldest waiting command takes the lock; the others
+			// wait behind it, also while a compaction holds it back.
+			if err := workflow.Await(ctx, func() bool { return s.held[0] == ticket && !s.mu.IsLocked() }); err != nil {
+				return err
+			}
+		}
 		if err := s.mu.Lock(ctx); err != nil {
 			return err
 		}
-		switch c.(type) {
-		case core.Steer, core.CancelRun:
+		if !holdable(c) {
 			return nil
 		}
 		s.flush(ctx) // an automatic compaction may be due
@@ -419,6 +439,26 @@ func (s *session) lockAfterCompaction(ctx workflow.Context, c core.Command) erro
 		}
 	}
 }
+
+// holdable reports whether a command waits for a pending compaction (and
+// its turn among the commands that arrived before it); steering and
+// cancellation never wait.
+func holdable(c core.Command) bool {
+	switch c.(type) {
+	case core.Steer, core.CancelRun:
+		return false
+	}
+	return true
+}
+
+// dropTicket takes a command's ticket out of the queue.
+func (s *session) dropTicket(ticket int64) {
+	s.held = slices.DeleteFunc(s.held, func(t int64) bool { return t == ticket })
+}
+
+// versionArrivalOrder marks workflow code that admits waiting commands in
+// the order they arrived.
+const versionArrivalOrder = "admit-in-arrival-order"
 
 // versionCheckpoint marks workflow code that writes reducer checkpoints at
 // idle boundaries and every runtime.CheckpointEvery events.

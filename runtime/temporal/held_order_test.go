@@ -1,0 +1,70 @@
+package temporal_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/cairn-agents/cairn/blob"
+	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/provider"
+	"github.com/cairn-agents/cairn/runtime"
+	"github.com/cairn-agents/cairn/runtime/temporal"
+)
+
+// Commands held behind a pending compaction are admitted in the order they
+// arrived, each as if it had arrived then: every edit expects the revision
+// the one before it leaves, and every one lands.
+func TestTemporal_HeldCommandsAreAdmittedInArrivalOrder(t *testing.T) {
+	s := &script{fn: func(ctx context.Context, _ int, b blob.Store, _ provider.Request) (provider.Output, error) {
+		return answer(ctx, b, "ok")
+	}}
+	gate := make(chan struct{})
+	e := newEnvWith(t, compactor{s, gate}, temporal.SessionArgs{})
+	e.create("s1")
+	if r := e.waitRun("s1", e.start("s1", "one")); r.Status != core.StatusCompleted {
+		t.Fatalf("run 1 %s", r.Status)
+	}
+	ctx := context.Background()
+	st, err := e.gw.Status(ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	revision := st.ContextRevision
+	if _, err := e.gw.Submit(ctx, "s1", core.RequestCompaction{AtMs: 1, CompactionID: "k1"}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 5
+	type outcome struct {
+		adm core.Admission
+		err error
+	}
+	out := make([]chan outcome, n)
+	for i := range n {
+		out[i] = make(chan outcome, 1)
+		item, err := runtime.TextInput(ctx, e.st, fmt.Sprintf("edit %d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		expected := revision + 1 + int64(i) // the compaction moves it once, each edit once more
+		cmd := core.AppendContext{AtMs: 2, ExpectedRevision: &expected, Entries: []core.EntryInput{{Kind: core.EntryMessage, Role: core.RoleUser,
+			Content: item.Content, TokenEstimate: item.TokenEstimate, Preview: item.Preview}}}
+		go func() {
+			adm, err := e.gw.Submit(ctx, "s1", cmd)
+			out[i] <- outcome{adm, err}
+		}()
+		time.Sleep(300 * time.Millisecond) // so it arrives before the next one
+	}
+	close(gate)
+	for i := range n {
+		select {
+		case o := <-out[i]:
+			if want := revision + 2 + int64(i); o.err != nil || o.adm.Revision != want {
+				t.Errorf("edit %d: revision %d, %v; want %d", i, o.adm.Revision, o.err, want)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("edit %d was never decided", i)
+		}
+	}
+}
