@@ -440,7 +440,7 @@ func admitAppendContext(s *State, c AppendContext) (Admission, error) {
 	// revision check: a client retrying an edit that landed gets the ids it
 	// got the first time, with the revision its stale expectedRevision
 	// would otherwise conflict with, and moves nothing.
-	if ids, ok := unchangedKeyed(s, entries, source); ok {
+	if ids, ok := unchangedKeyed(s, entries, source); ok && !c.AppendUnchanged {
 		return Admission{EntryIDs: ids, Duplicate: true}, nil
 	}
 	if c.ExpectedRevision != nil && *c.ExpectedRevision != s.Revision {

@@ -76,6 +76,10 @@ type AppendContext struct {
 	ExpectedRevision *int64
 	// Source is SourceAPI (the default) or SourceRuntime.
 	Source string
+	// AppendUnchanged appends even an edit that would change nothing, as
+	// versions before the no-op did: a host replaying decisions made then
+	// (a Temporal workflow's history) sets it.
+	AppendUnchanged bool
 }
 
 // RemoveContext removes entries by key or id.

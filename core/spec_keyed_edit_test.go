@@ -76,3 +76,15 @@ func TestSpec_AnIdenticalKeyedEditIsANoOp(t *testing.T) {
 	h.mustAdmit(core.StartRun{AtMs: h.tick(), RunID: "r1", Input: input("q")})
 	h.rejection(core.AppendContext{AtMs: h.tick(), Entries: []core.EntryInput{main}}, core.RejectActiveWork)
 }
+
+// A host replaying decisions made before the no-op existed asks for the old
+// behaviour, and gets a new version of the entry.
+func TestAppendUnchanged_AppendsAnIdenticalKeyedEdit(t *testing.T) {
+	h := newHarness(t, testConfig())
+	note := entryText(core.EntryMessage, "note", "hello")
+	first := h.mustAdmit(core.AppendContext{AtMs: h.tick(), Entries: []core.EntryInput{note}})
+	again := h.mustAdmit(core.AppendContext{AtMs: h.tick(), Entries: []core.EntryInput{note}, AppendUnchanged: true})
+	if again.Duplicate || again.Revision != first.Revision+1 || slices.Equal(again.EntryIDs, first.EntryIDs) {
+		t.Fatalf("first %+v, again %+v", first, again)
+	}
+}

@@ -68,3 +68,30 @@ func TestTemporal_HeldCommandsAreAdmittedInArrivalOrder(t *testing.T) {
 		}
 	}
 }
+
+// A retried keyed edit that changes nothing appends nothing on Temporal too.
+func TestTemporal_AnIdenticalKeyedEditIsANoOp(t *testing.T) {
+	s := &script{fn: func(ctx context.Context, _ int, b blob.Store, _ provider.Request) (provider.Output, error) {
+		return answer(ctx, b, "ok")
+	}}
+	e := newEnv(t, s, temporal.SessionArgs{})
+	e.create("s1")
+	ctx := context.Background()
+	item, err := runtime.TextInput(ctx, e.st, "remember acorns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := core.AppendContext{AtMs: 1, Entries: []core.EntryInput{{Key: "note", Kind: core.EntryMessage, Role: core.RoleUser,
+		Content: item.Content, TokenEstimate: item.TokenEstimate, Preview: item.Preview, Origin: "api"}}}
+	first, err := e.gw.Submit(ctx, "s1", cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := e.gw.Submit(ctx, "s1", cmd)
+	if err != nil || !again.Duplicate || again.Revision != first.Revision || again.EntryIDs[0] != first.EntryIDs[0] {
+		t.Fatalf("first %+v; again %+v, %v", first, again, err)
+	}
+	if n := e.kinds("s1")[core.KindContextEntriesApplied]; n != 1 {
+		t.Fatalf("%d context.entries_applied events, want 1", n)
+	}
+}

@@ -339,6 +339,10 @@ func (s *session) submit(ctx workflow.Context, cmd Command) (SubmitResult, error
 		s.held = append(s.held, ticket)
 		defer s.dropTicket(ticket)
 	}
+	if ac, ok := c.(core.AppendContext); ok && workflow.GetVersion(ctx, versionUnchangedNoOp, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		ac.AppendUnchanged = true // decided as it was when this history was written
+		c = ac
+	}
 	if err := workflow.Await(ctx, func() bool { return s.drive != nil }); err != nil {
 		return SubmitResult{}, err
 	}
@@ -455,6 +459,10 @@ func holdable(c core.Command) bool {
 func (s *session) dropTicket(ticket int64) {
 	s.held = slices.DeleteFunc(s.held, func(t int64) bool { return t == ticket })
 }
+
+// versionUnchangedNoOp marks workflow code in which a keyed edit that
+// changes nothing appends nothing (core.AppendContext.AppendUnchanged).
+const versionUnchangedNoOp = "unchanged-keyed-edit-no-op"
 
 // versionArrivalOrder marks workflow code that admits waiting commands in
 // the order they arrived.
