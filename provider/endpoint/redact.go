@@ -18,6 +18,18 @@ const minBodyKey = 8
 
 const redacted = "[redacted]"
 
+// secretChars is how many characters past a key's vendor prefix a cut-short
+// key must keep to count as a leak of it.
+const secretChars = 4
+
+// publicPrefix is the length of a key's vendor prefix: up to the last "-"
+// or "_" among its first 16 characters ("sk-ant-api03-", "sk-proj-"). Every
+// key of the vendor starts with it, so an answer quoting it ("keys look
+// like sk-ant-api03-…") leaks nothing and is left as written.
+func publicPrefix(key string) int {
+	return strings.LastIndexAny(key[:min(len(key), 16)], "-_") + 1
+}
+
 // Redact removes the endpoint's key from msg, and any header value long
 // enough to be mistaken for one, in every form a provider echoes them (see
 // RedactSecret). Adapters pass every provider-supplied message through it
@@ -61,15 +73,16 @@ func (e Endpoint) RedactBody(body []byte) []byte {
 
 // RedactSecret replaces every leak of secret in text with "[redacted]": the
 // secret itself, in any ASCII letter case, or any start of it at least
-// MinKeyPrefix characters long (the whole secret when it is shorter), again
-// in any case. Each leak is replaced with its longest match.
+// MinKeyPrefix characters long and reaching secretChars past its vendor
+// prefix (the whole secret when it is shorter), again in any case. Each
+// leak is replaced with its longest match.
 func RedactSecret(text, secret string) string {
 	if secret == "" {
 		return text
 	}
 	// Folding only ASCII letters keeps byte offsets equal in both copies.
 	lt, ls := lowerASCII(text), lowerASCII(secret)
-	head := ls[:min(len(ls), MinKeyPrefix)]
+	head := ls[:min(len(ls), max(MinKeyPrefix, publicPrefix(ls)+secretChars))]
 	var b strings.Builder
 	from := 0 // text before from is written to b (or redacted)
 	for {

@@ -65,3 +65,19 @@ func TestRedactBody(t *testing.T) {
 		t.Fatalf("got %s", got)
 	}
 }
+
+// A key's vendor prefix is every key's: an answer that quotes it is not a
+// leak, and stays as the model wrote it. Four characters past it are.
+func TestRedactLeavesTheVendorPrefixAlone(t *testing.T) {
+	const key = "sk-ant-api03-Zx9Q0123456789abcdefAbCdEf"
+	for _, text := range []string{"Anthropic keys start with sk-ant-api03-", "SK-ANT-API03 is the prefix", "sk-ant-api03-Zx9"} {
+		if got := RedactSecret(text, key); got != text {
+			t.Errorf("%q → %q", text, got)
+		}
+	}
+	for _, text := range []string{"sk-ant-api03-Zx9Q", "SK-ANT-API03-ZX9Q0123", key} {
+		if got := RedactSecret("key "+text+"!", key); got != "key [redacted]!" {
+			t.Errorf("%q → %q", text, got)
+		}
+	}
+}
