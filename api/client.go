@@ -196,7 +196,10 @@ func (c *Client) Get(ctx context.Context, d content.Digest) ([]byte, error) {
 			return nil, err
 		}
 		if out == nil {
-			out = make([]byte, 0, r.Size)
+			// The size is the server's word: it sizes the buffer only as far
+			// as the first part's bytes vouch for, so a lying server cannot
+			// make the client allocate what it never sends.
+			out = make([]byte, 0, min(max(r.Size, 0), int64(len(r.Data))*4+blobPart))
 		}
 		out = append(out, r.Data...)
 		if int64(len(out)) >= r.Size || len(r.Data) == 0 {

@@ -27,7 +27,7 @@ func TestServeRefusesUnknownToolsAndProvidersAtCreate(t *testing.T) {
 	}{
 		{"tool typo", "openai", core.APIChatCompletions, []string{"vfs_read_file", "vfs_raed_file"}, `tools[1]: no tool "vfs_raed_file"`},
 		{"unknown provider", "opnai", core.APIChatCompletions, nil, `unknown provider "opnai"`},
-		{"kind the provider does not speak", "openai", core.APIAnthropicMessages, nil, `does not admit API kind "anthropic_messages"`},
+		{"kind the provider does not speak", "openai", core.APIAnthropicMessages, nil, `does not speak API kind "anthropic_messages"`},
 	} {
 		err := create(tc.provider, tc.kind, tc.tools...)
 		var ae *api.Error

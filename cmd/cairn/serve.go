@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -134,7 +135,7 @@ func serve(ctx context.Context, cmd *cobra.Command, o serveOptions) error {
 		// providers. Temporal workers may be built with tools, and given
 		// provider config, that the gateway lacks: there they decide.
 		rpcOpts.Tools = builtinToolNames()
-		rpcOpts.CheckProvider = func(id, kind string) error { return endpoint.CheckKnown(hostOpts.resolver, id, kind) }
+		rpcOpts.CheckProvider = func(id, kind string) error { return providerError(endpoint.CheckKnown(hostOpts.resolver, id, kind)) }
 	}
 	rpc := api.NewServerFor(hosts, rpcOpts)
 	srv := &http.Server{
@@ -257,4 +258,17 @@ func listenHosts(listen string, addr net.Addr) []string {
 func isLoopback(addr net.Addr) bool {
 	tcp, ok := addr.(*net.TCPAddr)
 	return ok && tcp.IP.IsLoopback()
+}
+
+// providerError says in the API's words why a session may not use a provider.
+func providerError(err error) error {
+	var unknown *endpoint.UnknownProviderError
+	var kind *endpoint.APIKindError
+	switch {
+	case errors.As(err, &unknown):
+		return fmt.Errorf("unknown provider %q: this server has no such provider configured", unknown.ProviderID)
+	case errors.As(err, &kind):
+		return fmt.Errorf("provider %q does not speak API kind %q; it speaks %s", kind.ProviderID, kind.APIKind, strings.Join(kind.Admitted, ", "))
+	}
+	return err
 }

@@ -104,10 +104,10 @@ func (a *Activities) Append(ctx context.Context, in AppendIn) (AppendOut, error)
 	}
 	_, err = st.Append(ctx, in.SessionID, in.ExpectedHead, in.Proposals)
 	if errors.Is(err, store.ErrHeadConflict) {
-		if same, rerr := a.alreadyAppended(ctx, st, in); rerr != nil {
+		if stored, rerr := a.alreadyAppended(ctx, st, in); rerr != nil {
 			return AppendOut{}, rerr
-		} else if same {
-			return AppendOut{Head: in.ExpectedHead + int64(len(in.Proposals))}, nil
+		} else if stored != nil {
+			return AppendOut{Head: in.ExpectedHead + int64(len(in.Proposals)), ObservedAtMs: stored}, nil
 		}
 		return AppendOut{}, temporal.NewNonRetryableApplicationError(err.Error(), errAppendConflict, err)
 	}
@@ -121,19 +121,26 @@ func (a *Activities) Append(ctx context.Context, in AppendIn) (AppendOut, error)
 	return AppendOut{Head: in.ExpectedHead + int64(len(in.Proposals))}, nil
 }
 
-func (a *Activities) alreadyAppended(ctx context.Context, st Store, in AppendIn) (bool, error) {
+// alreadyAppended returns the stored events' times when the log already
+// holds exactly these proposals after the expected head, but for their
+// times: a workflow task appended them and was lost before it completed,
+// and the task that replaces it decided the same (its clock reads later).
+// Payloads carry the revisions and entry ids they were decided on, so equal
+// payloads at the same head are the same decisions. Nil otherwise.
+func (a *Activities) alreadyAppended(ctx context.Context, st Store, in AppendIn) ([]int64, error) {
 	evs, err := st.ReadAfter(ctx, in.SessionID, in.ExpectedHead, len(in.Proposals))
 	if err != nil || len(evs) != len(in.Proposals) {
-		return false, err
+		return nil, err
 	}
+	times := make([]int64, len(evs))
 	for i, p := range in.Proposals {
 		ev := evs[i]
-		if ev.Kind != p.Kind || ev.Version != p.Version || ev.ObservedAtMs != p.ObservedAtMs ||
-			!slices.Equal(ev.Joins, p.Joins) || !bytes.Equal(ev.Payload, p.Payload) {
-			return false, nil
+		if ev.Kind != p.Kind || ev.Version != p.Version || !slices.Equal(ev.Joins, p.Joins) || !bytes.Equal(ev.Payload, p.Payload) {
+			return nil, nil
 		}
+		times[i] = ev.ObservedAtMs
 	}
-	return true, nil
+	return times, nil
 }
 
 // Generate makes one provider attempt for a planned turn. Retryable provider

@@ -195,6 +195,10 @@ type AppendIn struct {
 // AppendOut says where the proposals were stored: seqs ExpectedHead+1….
 type AppendOut struct {
 	Head int64 `json:"head"`
+	// ObservedAtMs are the stored events' times when the log already held
+	// these proposals, written by a workflow task that was then lost: the
+	// same decisions, stamped with that task's clock.
+	ObservedAtMs []int64 `json:"observedAtMs,omitempty"`
 }
 
 // GenerateIn names a planned turn. The activity rebuilds its context from the

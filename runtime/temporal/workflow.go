@@ -170,6 +170,9 @@ func (s *session) commit(ctx workflow.Context, in core.Intent) error {
 	}
 	events := make([]core.Event, len(in.Proposals))
 	for i, p := range in.Proposals {
+		if len(out.ObservedAtMs) == len(in.Proposals) {
+			p.ObservedAtMs = out.ObservedAtMs[i] // as stored by a lost task
+		}
 		events[i] = p.Committed(in.ExpectedHead + int64(i) + 1)
 	}
 	if err := s.drive.Committed(events); err != nil {
