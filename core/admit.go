@@ -475,7 +475,8 @@ func sameEntry(cur Entry, in EntryInput, source string) bool {
 	provenance := cur.ProvenanceRef == nil && in.ProvenanceRef == nil ||
 		cur.ProvenanceRef != nil && in.ProvenanceRef != nil && *cur.ProvenanceRef == *in.ProvenanceRef
 	return cur.Kind == in.Kind && cur.Role == in.Role && cur.Content == in.Content && cur.Preview == in.Preview &&
-		cur.Origin == in.Origin && provenance && cur.Source == source && cur.RunID == "" && cur.Scope == ""
+		cur.Origin == in.Origin && provenance && cur.Source == source && cur.RunID == "" && cur.Scope == "" &&
+		in.Scope == "" && cur.CallID == in.CallID && cur.ToolName == in.ToolName
 }
 
 // keyUnder requires a keyed entry's key to be in its kind's namespace.

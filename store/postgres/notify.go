@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -103,6 +104,16 @@ func (h *appendHub) start() {
 	go func() {
 		defer close(done)
 		h.listen(ctx, ready)
+		select {
+		case <-ready:
+		default:
+			// It never listened (the database is unreachable): waiters
+			// woken now would start the next attempt at once, in a loop.
+			select {
+			case <-ctx.Done():
+			case <-time.After(listenRetryDelay):
+			}
+		}
 		// Whatever ended the listener, its waiters read the head again
 		// (a new listener starts with the next waiter).
 		h.mu.Lock()
@@ -118,6 +129,9 @@ func (h *appendHub) start() {
 		stop()
 	}()
 }
+
+// listenRetryDelay spaces attempts to listen while they fail.
+const listenRetryDelay = time.Second
 
 func (h *appendHub) listen(ctx context.Context, ready chan struct{}) {
 	conn, err := h.pool.Acquire(ctx)
