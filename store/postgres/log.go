@@ -191,20 +191,29 @@ func (s *Store) writeAppend(ctx context.Context, conn *pgxpool.Conn, sessionID s
 			WHERE universe = $1 AND session_id = $2`,
 			s.universe, sessionID, life.Head, life.Status, life.Unfinished(), life.CreatedAtMs, life.UpdatedAtMs, raw)
 	}
-	// Delivered at commit, to WaitAppend's listeners (long-polling readers).
-	b.Queue(`SELECT pg_notify($1, $2)`, appendsChannel, appendsKey(s.universe, sessionID))
 	b.Queue(`COMMIT`)
+	// For WaitAppend's listeners (long-polling readers), in a transaction of
+	// its own: a NOTIFY inside the append's would hold PostgreSQL's global
+	// notify lock across that commit, and appends of every session would
+	// commit one at a time.
+	b.Queue(`SELECT pg_notify($1, $2)`, appendsChannel, appendsKey(s.universe, sessionID))
 	br := conn.SendBatch(ctx, b)
+	commitAt := b.Len() - 2 // the last statement is the notify
 	var tag pgconn.CommandTag
 	var err error
-	for range b.Len() {
-		if tag, err = br.Exec(); err != nil {
+	for i := range commitAt + 1 {
+		t, e := br.Exec()
+		if e != nil {
+			err = e
 			break
 		}
+		if i == commitAt {
+			tag = t
+		}
 	}
-	if closeErr := br.Close(); err == nil {
-		err = closeErr
-	}
+	// The events are committed (or not) by now: a notify that fails only
+	// leaves a long-poll to its timeout, so its error is not the append's.
+	_ = br.Close()
 	if err != nil {
 		return fmt.Errorf("postgres: append %s: write: %w", sessionID, err)
 	}
