@@ -54,7 +54,7 @@ func TestTemporal_HeldCommandsAreAdmittedInArrivalOrder(t *testing.T) {
 			adm, err := e.gw.Submit(ctx, "s1", cmd)
 			out[i] <- outcome{adm, err}
 		}()
-		time.Sleep(300 * time.Millisecond) // so it arrives before the next one
+		time.Sleep(time.Second) // so its handler starts before the next one arrives, also on a loaded machine
 	}
 	close(gate)
 	for i := range n {
