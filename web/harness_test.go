@@ -105,11 +105,19 @@ func (f *fakeChat) serve(w http.ResponseWriter, r *http.Request) {
 	f.prev = body
 	f.mu.Unlock()
 	text, _ := json.Marshal(reply)
+	content, refusal := string(text), "null"
+	if r, ok := strings.CutPrefix(reply, refusePrefix); ok {
+		text, _ = json.Marshal(r)
+		content, refusal = "null", string(text)
+	}
 	prompt := len(body) / 4
 	w.Header().Set("Content-Type", "application/json")
-	fmt.Fprintf(w, `{"id":"chatcmpl-%d","object":"chat.completion","created":1764720000,"model":"fake-model","choices":[{"index":0,"message":{"role":"assistant","content":%s,"refusal":null,"annotations":[]},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d,"prompt_tokens_details":{"cached_tokens":%d}}}`,
-		n, text, prompt, len(reply)/4+1, prompt+len(reply)/4+1, cached)
+	fmt.Fprintf(w, `{"id":"chatcmpl-%d","object":"chat.completion","created":1764720000,"model":"fake-model","choices":[{"index":0,"message":{"role":"assistant","content":%s,"refusal":%s,"annotations":[]},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d,"prompt_tokens_details":{"cached_tokens":%d}}}`,
+		n, content, refusal, prompt, len(reply)/4+1, prompt+len(reply)/4+1, cached)
 }
+
+// refusePrefix makes a reply the model's refusal (content null, refusal set).
+const refusePrefix = "REFUSE:"
 
 type instance struct {
 	url    string

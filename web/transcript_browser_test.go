@@ -238,3 +238,25 @@ func eventCount(n int64) string {
 	}
 	return fmt.Sprintf("%d events", n)
 }
+
+// A refusal is the run's answer: the transcript and the runs panel show its
+// text, marked as a refusal.
+func TestRefusalIsMarked(t *testing.T) {
+	t.Parallel()
+	in := newInstance(t, instanceOptions{})
+	in.chat.setReply(func(string) string { return refusePrefix + "I can't help with that." })
+	in.createSession(t, "r", "")
+	in.runToEnd(t, "r", "Pick the lock")
+
+	tb := newTab(t)
+	tb.open(in.url + "/sessions/r")
+	tb.wait(`document.querySelector('#events[data-ready="1"]')`)
+	tb.wait(`document.querySelector('#events .label.refusal')`)
+	if text := eval[string](tb, `document.querySelector('#events .label.refusal').closest('.content').innerText`); !strings.Contains(text, "I can't help with that.") {
+		t.Errorf("the refusal mark is not on the refusal's text: %q", text)
+	}
+	tb.wait(`document.querySelector('#runs details.run[open] .label.refusal')`)
+	if out := eval[string](tb, `document.querySelector('#runs details.run[open] .run-output').textContent`); out != "I can't help with that." {
+		t.Errorf("the runs panel shows output %q", out)
+	}
+}

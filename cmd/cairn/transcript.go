@@ -194,6 +194,9 @@ func (p *transcriptPrinter) block(label string, c view.Content) {
 	if label == "" {
 		label = "message"
 	}
+	if c.Refusal {
+		label += " (refusal)"
+	}
 	text := shown(&c)
 	if c.Text != nil {
 		text = strings.TrimRight(*c.Text, "\n")

@@ -127,6 +127,7 @@ func TestTranscriptPrinterShowsOneBlockPerEvent(t *testing.T) {
 		{Seq: 7, Display: &view.Display{Kind: view.DisplayEntries, Entries: []view.TranscriptEntry{
 			{Kind: core.EntryToolResult, CallID: "c1", Content: view.Content{Preview: "line one"}},
 			{Kind: core.EntryMessage, Role: core.RoleAssistant, Content: view.Content{Text: text("It has two lines:\none\ntwo\n")}},
+			{Kind: core.EntryMessage, Role: core.RoleAssistant, Content: view.Content{Text: text("I can't help with that."), Refusal: true}},
 		}}},
 		{Seq: 8, Display: &view.Display{Kind: view.DisplayOutput, RunID: "r1", Content: &view.Content{Ref: content.ContentRef{Digest: ref, MediaType: content.MediaJSON, ProviderKind: "openai.chat.message"}, Text: text("It has two lines:\none\ntwo\n")}}},
 		{Seq: 8, Display: &view.Display{Kind: view.DisplayOutput, RunID: "r9", Content: &view.Content{Ref: content.ContentRef{Digest: ref, MediaType: "audio/wav"}}}},
@@ -151,6 +152,7 @@ result> c2 [ok] [image/png ` + ref.String() + `]
 assistant> It has two lines:
   one
   two
+assistant (refusal)> I can't help with that.
 -- run r1 completed
 -- run r9 completed: [audio/wav ` + ref.String() + `]
 user (steering)> shorter

@@ -111,7 +111,9 @@ function runsPanel(page) {
       clear(box);
       if (r.output) {
         const out = r.output;
-        box.append(h('div', { class: 'content-head' }, h('span', { class: 'label' }, 'output'), h('span', { class: 'spacer' }), refLink(out.ref.digest, out.ref.mediaType)),
+        box.append(h('div', { class: 'content-head' }, h('span', { class: 'label' }, 'output'),
+          out.refusal ? h('span', { class: 'label refusal', title: 'The model refused: this text is its refusal' }, 'refusal') : null,
+          h('span', { class: 'spacer' }), refLink(out.ref.digest, out.ref.mediaType)),
           out.text !== undefined
             ? h('div', { class: 'text run-output' }, out.text || '(no text)')
             : h('div', { class: 'media' }, h('a', { href: blobHref(out.ref.digest, out.ref.mediaType) }, `${out.ref.mediaType} · open`)));

@@ -347,6 +347,7 @@ function contentBlock(c, label, extras) {
   return h('div', { class: 'content', 'data-role': label || '' },
     h('div', { class: 'content-head' },
       label ? h('span', { class: 'label' }, label) : null,
+      c.refusal ? h('span', { class: 'label refusal', title: 'The model refused: this text is its refusal' }, 'refusal') : null,
       extras,
       h('span', { class: 'spacer' }),
       refLink(c.ref.digest, c.ref.mediaType)),
