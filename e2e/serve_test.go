@@ -65,7 +65,13 @@ func startServe(t *testing.T, dataDir, configPath, apiKey string) *server {
 // startServeWith starts `cairn serve` with extra flags and environment.
 func startServeWith(t *testing.T, args []string, env ...string) *server {
 	t.Helper()
-	cmd := exec.Command(cairnBin, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
+	return startServeBin(t, cairnBin, args, env...)
+}
+
+// startServeBin starts bin's `cairn serve` on a free port and waits until it listens.
+func startServeBin(t testing.TB, bin string, args []string, env ...string) *server {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -100,7 +106,7 @@ func startServeWith(t *testing.T, args []string, env ...string) *server {
 func (s *server) client() *api.Client { return api.NewClient(s.addr, nil) }
 
 // kill stops the server with SIGKILL: no shutdown code runs.
-func (s *server) kill(t *testing.T) {
+func (s *server) kill(t testing.TB) {
 	t.Helper()
 	if err := s.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
