@@ -65,6 +65,9 @@ type hostOptions struct {
 	idleTTL         time.Duration
 }
 
+// executorCacheBytes bounds the executor's cache of blob bytes.
+const executorCacheBytes = 64 << 20
+
 // startHost builds the executors over a store and starts a local host on it,
 // resuming unfinished sessions.
 func startHost(ctx context.Context, log store.SessionLog, blobs blob.Store, files runtime.Files, o hostOptions) (*local.Host, error) {
@@ -73,7 +76,9 @@ func startHost(ctx context.Context, log store.SessionLog, blobs blob.Store, file
 		return nil, err
 	}
 	exec := &runtime.Executor{
-		Blobs:       blobs,
+		// Requests are built from context entries whose bytes never change:
+		// the executor reads them through a bounded cache, not the store.
+		Blobs:       blob.Cached(blobs, executorCacheBytes),
 		Adapters:    adapters(o.resolver, o.transport),
 		Tools:       tools,
 		Files:       files,
