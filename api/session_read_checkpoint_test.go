@@ -55,7 +55,8 @@ func newCheckpointServer(t *testing.T, checkpoints bool) (*api.Client, *damagedL
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	h := local.New(local.Options{Log: log, Blobs: blobs, Checkpoints: cps, Logger: quiet,
-		Executor: &runtime.Executor{Blobs: blobs, Adapters: map[string]provider.Adapter{core.APIChatCompletions: newFakeModel()}, Files: mem}})
+		CheckpointPolicy: runtime.CheckpointPolicy{IdleEvery: 1}, // a checkpoint after every change
+		Executor:         &runtime.Executor{Blobs: blobs, Adapters: map[string]provider.Adapter{core.APIChatCompletions: newFakeModel()}, Files: mem}})
 	if err := h.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

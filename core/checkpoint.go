@@ -81,8 +81,15 @@ type callState struct {
 	Status    string `json:"status,omitempty"`
 }
 
-// EncodeCheckpoint returns the state as canonical JSON.
+// EncodeCheckpoint returns the state as canonical JSON, in one piece
+// (version 1). Hosts store the chunked form, EncodeCheckpointParts; this
+// one names a state's exact content in tests and crosses into workflow code.
 func EncodeCheckpoint(s *State) ([]byte, error) {
+	return content.MarshalCanonical(s.checkpoint())
+}
+
+// checkpoint returns the state as a version 1 checkpoint.
+func (s *State) checkpoint() checkpoint {
 	cp := checkpoint{
 		Format: CheckpointFormat, Version: CheckpointVersion,
 		SessionID: s.SessionID, Head: s.Head, Opened: s.Opened, Closed: s.Closed,
@@ -118,7 +125,7 @@ func EncodeCheckpoint(s *State) ([]byte, error) {
 	if cp.Runs == nil {
 		cp.Runs = []runState{}
 	}
-	return content.MarshalCanonical(cp)
+	return cp
 }
 
 // CheckpointError says a checkpoint cannot be used; the host falls back to
@@ -127,15 +134,25 @@ type CheckpointError struct{ Reason string }
 
 func (e *CheckpointError) Error() string { return "unusable checkpoint: " + e.Reason }
 
-// DecodeCheckpoint rebuilds a state from a checkpoint, validating it.
-func DecodeCheckpoint(data []byte) (*State, error) {
+// DecodeCheckpoint rebuilds a state from a checkpoint that holds all of
+// it (version 1), validating it. A chunked one (version 2) needs
+// DecodeCheckpointParts.
+func DecodeCheckpoint(data []byte) (*State, error) { return DecodeCheckpointParts(data, nil) }
+
+// decodeWhole decodes a version 1 checkpoint.
+func decodeWhole(data []byte) (*State, error) {
 	var cp checkpoint
 	if err := json.Unmarshal(data, &cp); err != nil {
 		return nil, &CheckpointError{"not JSON: " + err.Error()}
 	}
 	if cp.Format != CheckpointFormat || cp.Version != CheckpointVersion {
-		return nil, &CheckpointError{fmt.Sprintf("format %q version %d, want %q version %d", cp.Format, cp.Version, CheckpointFormat, CheckpointVersion)}
+		return nil, &CheckpointError{fmt.Sprintf("format %q version %d, want %q version %d or %d", cp.Format, cp.Version, CheckpointFormat, CheckpointVersion, CheckpointChunkedVersion)}
 	}
+	return cp.state()
+}
+
+// state rebuilds and validates the state a checkpoint holds.
+func (cp checkpoint) state() (*State, error) {
 	s := NewState()
 	s.SessionID, s.Head, s.Opened, s.Closed = cp.SessionID, cp.Head, cp.Opened, cp.Closed
 	s.Config, s.ConfigRevision, s.Revision, s.nextEntry = cp.Config, cp.ConfigRevision, cp.Revision, cp.NextEntry

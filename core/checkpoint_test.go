@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cairn-agents/cairn/content"
 	"github.com/cairn-agents/cairn/core"
 )
 
@@ -97,5 +98,71 @@ func TestCheckpoint_EndedRunsKeepOnlyWhatReadsNeed(t *testing.T) {
 	a := h.mustAdmit(core.StartRun{AtMs: h.tick(), RunID: "r-again", SubmissionID: "sub-r3", Input: input(long, long)})
 	if !a.Duplicate || a.RunID != "r3" {
 		t.Fatalf("resubmitting sub-r3 = %+v, want the ended run r3", a)
+	}
+}
+
+// A chunked checkpoint of a long session encodes only what changed since
+// the last one: one more run adds a few chunks, not a copy of the session.
+func TestCheckpoint_ChunkedCheckpointEncodesWhatChanged(t *testing.T) {
+	h := newHarness(t, testConfig())
+	turn := func(i int) {
+		h.mustAdmit(core.StartRun{AtMs: h.tick(), RunID: fmt.Sprintf("r%d", i), Input: input(fmt.Sprintf("question %d", i))})
+		h.answer(fmt.Sprintf("answer %d", i))
+		h.expectIdle()
+	}
+	for i := range 300 {
+		turn(i)
+	}
+	first, err := core.EncodeCheckpointParts(h.state(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first.New) != len(first.Chunks) || len(first.Chunks) < 10 {
+		t.Fatalf("a first checkpoint of 300 runs: %d chunks, %d new; want every one of at least 10 new", len(first.Chunks), len(first.New))
+	}
+	turn(300)
+	next, err := core.EncodeCheckpointParts(h.state(), first.Memo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(next.New) > 3 {
+		t.Fatalf("one more run encoded %d of %d chunks again; want the changed ones (at most 3)", len(next.New), len(next.Chunks))
+	}
+	chunks := map[content.Digest][]byte{}
+	for d, b := range first.New {
+		chunks[d] = b
+	}
+	for d, b := range next.New {
+		chunks[d] = b
+	}
+	got, err := core.DecodeCheckpointParts(next.Index, chunks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := mustEncode(t, got), mustEncode(t, h.state()); string(a) != string(b) {
+		t.Fatalf("the chunked checkpoint decodes to another state")
+	}
+	refs, err := core.CheckpointChunkRefs(next.Index)
+	if err != nil || len(refs) != len(next.Chunks) {
+		t.Fatalf("CheckpointChunkRefs = %d refs, %v; want %d", len(refs), err, len(next.Chunks))
+	}
+	// Damaged or missing chunks make the checkpoint unusable, typed.
+	var d content.Digest
+	for d = range next.New {
+		break
+	}
+	damaged := map[content.Digest][]byte{}
+	for k, v := range chunks {
+		damaged[k] = v
+	}
+	damaged[d] = []byte(`{"format":"cairn.reducer-state.entries","items":[]}`)
+	for name, cs := range map[string]map[content.Digest][]byte{"missing": nil, "damaged": damaged} {
+		var ce *core.CheckpointError
+		if _, err := core.DecodeCheckpointParts(next.Index, cs); !errors.As(err, &ce) {
+			t.Errorf("%s chunks: %v, want *CheckpointError", name, err)
+		}
+	}
+	if _, err := core.DecodeCheckpoint(next.Index); err == nil {
+		t.Error("DecodeCheckpoint of a chunked index without its chunks succeeded")
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/cairn-agents/cairn/content"
 	"github.com/cairn-agents/cairn/core"
 )
 
@@ -24,10 +25,22 @@ type propModel struct {
 	checked  int
 	last     *core.State             // replayed after the previous step: an independent copy of the live state
 	requests map[string][]core.Entry // "run/turn" -> entries handed to the adapter
+	// memo and chunks are what a host keeps between chunked checkpoints of
+	// the live state: the last one's memo, and every chunk stored so far.
+	memo   *core.CheckpointMemo
+	chunks map[content.Digest][]byte
+}
+
+func mustEncode(t tb, s *core.State) []byte {
+	b, err := core.EncodeCheckpoint(s)
+	if err != nil {
+		t.Fatalf("encode checkpoint: %v", err)
+	}
+	return b
 }
 
 func newPropModel(t tb) *propModel {
-	return &propModel{h: newHarness(t, transcribing("a", "b")), shadow: core.NewState(), requests: map[string][]core.Entry{}}
+	return &propModel{h: newHarness(t, transcribing("a", "b")), shadow: core.NewState(), requests: map[string][]core.Entry{}, chunks: map[content.Digest][]byte{}}
 }
 
 var texts = []string{"x", "y", "z"}
@@ -275,6 +288,29 @@ func (m *propModel) check(t *rapid.T) {
 		if !bytes.Equal(got, want) || !reflect.DeepEqual(restored.Context(), live.Context()) || !reflect.DeepEqual(restored.Runs(), live.Runs()) {
 			t.Fatalf("checkpoint at seq %d plus the tail is not the live state:\n got %s\nwant %s", st.Head, got, want)
 		}
+	}
+
+	// (e') The chunked checkpoint of the live state, encoded with the memo
+	// of the previous step's, is the one encoded without a memo, and
+	// decodes (with the chunks stored so far) to the live state.
+	parts, err := core.EncodeCheckpointParts(live, m.memo)
+	if err != nil {
+		t.Fatalf("encode chunked checkpoint: %v", err)
+	}
+	fresh, err := core.EncodeCheckpointParts(live, nil)
+	if err != nil || !bytes.Equal(parts.Index, fresh.Index) {
+		t.Fatalf("the memo changed the chunked checkpoint (%v):\n got %s\nwant %s", err, parts.Index, fresh.Index)
+	}
+	for d, b := range parts.New {
+		m.chunks[d] = b
+	}
+	m.memo = parts.Memo
+	restored, err := core.DecodeCheckpointParts(parts.Index, m.chunks)
+	if err != nil {
+		t.Fatalf("decode chunked checkpoint: %v", err)
+	}
+	if got, want := mustEncode(t, restored), mustEncode(t, live); !bytes.Equal(got, want) {
+		t.Fatalf("chunked checkpoint is not the live state:\n got %s\nwant %s", got, want)
 	}
 
 	// (b) Every turn.planned fingerprint equals the fingerprint of the

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -25,7 +26,8 @@ import (
 // in-process zero-latency Chat Completions fake, and reports the server's
 // own CPU time per turn, read from /proc, at turns 10, 100, 1,000 (and
 // 10,000 when that many are run), the bytes its data directory holds after
-// the run, and session/read's latency at the end. The turn count is
+// the server stops, and the latency of session/read and
+// session/context/read after 10 turns and at the end. The turn count is
 // CAIRN_BENCH_TURNS (1000); run it once:
 //
 //	go test -run '^$' -bench ServeLongChat -benchtime 1x ./e2e/
@@ -67,6 +69,7 @@ func BenchmarkServeLongChat(b *testing.B) {
 		}
 		marks := map[int]float64{}
 		var head int64
+		var readsEarly [2]float64
 		before := serverCPU(b, srv)
 		for turn := 1; turn <= turns; turn++ {
 			run, err := c.StartRun(ctx, api.RunStartParams{SessionID: s.SessionID, Input: []api.InputPart{{Type: "text", Text: fmt.Sprintf("Turn %d: a short message, as people write them.", turn)}}})
@@ -81,25 +84,64 @@ func BenchmarkServeLongChat(b *testing.B) {
 				if t := turn; t == 10 || t == 100 || t == 1000 || t == 10000 {
 					marks[t] = (now - before).Seconds() * 1000 / 10
 				}
-				before = now
+				if turn == 10 {
+					readsEarly = readLatency(b, c, s.SessionID)
+				}
+				before = serverCPU(b, srv) // the reads' CPU is not a turn's
 			}
 		}
-		start := time.Now()
-		const reads = 20
-		for range reads {
-			if _, err := c.ReadSession(ctx, s.SessionID); err != nil {
-				b.Fatal(err)
-			}
-		}
-		readMs := float64(time.Since(start).Microseconds()) / 1000 / reads
-		srv.kill(b)
+		readsLate := readLatency(b, c, s.SessionID)
+		stopServer(b, srv)
 		for _, t := range []int{10, 100, 1000, 10000} {
 			if v, ok := marks[t]; ok {
 				b.ReportMetric(v, fmt.Sprintf("cpu-ms/turn@%d", t))
 			}
 		}
 		b.ReportMetric(float64(dirBytes(b, data))/1e6, "stored-MB")
-		b.ReportMetric(readMs, "session/read-ms")
+		b.ReportMetric(readsEarly[0], "session/read-ms@10turns")
+		b.ReportMetric(readsLate[0], "session/read-ms@end")
+		b.ReportMetric(readsEarly[1], "context/read-ms@10turns")
+		b.ReportMetric(readsLate[1], "context/read-ms@end")
+		b.Logf("%d turns, %d events", turns, head)
+	}
+}
+
+// readLatency is the mean wall time of session/read and of
+// session/context/read, over 20 calls each.
+func readLatency(b *testing.B, c *api.Client, sessionID string) [2]float64 {
+	b.Helper()
+	const n = 20
+	ctx := context.Background()
+	var out [2]float64
+	for i, read := range []func() error{
+		func() error { _, err := c.ReadSession(ctx, sessionID); return err },
+		func() error { _, err := c.ReadContext(ctx, sessionID); return err },
+	} {
+		start := time.Now()
+		for range n {
+			if err := read(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		out[i] = float64(time.Since(start).Microseconds()) / 1000 / n
+	}
+	return out
+}
+
+// stopServer stops the server as a user does (SIGTERM), so what remains
+// in its data directory is what it keeps.
+func stopServer(b *testing.B, s *server) {
+	b.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		s.kill(b)
+		b.Fatal("cairn serve did not stop within 30 s of SIGTERM")
 	}
 }
 

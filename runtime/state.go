@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/cairn-agents/cairn/blob"
+	"github.com/cairn-agents/cairn/content"
 	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/store"
 )
@@ -15,8 +16,14 @@ import (
 const loadPage = 1000
 
 // CheckpointEvery is the most events a session goes without a checkpoint
-// while it has work; an idle session is checkpointed at once.
+// while it has work.
 const CheckpointEvery = 1000
+
+// IdleCheckpointEvery is the fewest events since the last checkpoint for
+// which an idle session is checkpointed. A load replays at most this many
+// events after an idle checkpoint, and a long chat of short runs writes a
+// checkpoint every few dozen runs, not after each one.
+const IdleCheckpointEvery = 256
 
 // KindHistoryIncomplete is the error kind (JSON-RPC data.kind) of a load
 // that found events missing from the log.
@@ -140,7 +147,10 @@ func latestCheckpoint(ctx context.Context, cps store.Checkpoints, blobs blob.Sto
 		}
 		return nil, seq, fmt.Sprintf("reading its blob %s: %v", d, err), nil
 	}
-	st, err := core.DecodeCheckpoint(data)
+	st, err := decodeCheckpoint(ctx, blobs, data)
+	if ctx.Err() != nil {
+		return nil, 0, "", ctx.Err()
+	}
 	switch {
 	case err != nil:
 		return nil, seq, err.Error(), nil
@@ -150,6 +160,27 @@ func latestCheckpoint(ctx context.Context, cps store.Checkpoints, blobs blob.Sto
 		return nil, seq, fmt.Sprintf("its state is of session %q", st.SessionID), nil
 	}
 	return st, seq, "", nil
+}
+
+// decodeCheckpoint decodes a checkpoint blob, reading the chunks a chunked
+// one names.
+func decodeCheckpoint(ctx context.Context, blobs blob.Store, data []byte) (*core.State, error) {
+	refs, err := core.CheckpointChunkRefs(data)
+	if err != nil {
+		return nil, err
+	}
+	chunks := make(map[content.Digest][]byte, len(refs))
+	for _, d := range refs {
+		if _, ok := chunks[d]; ok {
+			continue
+		}
+		b, err := blobs.Get(ctx, d)
+		if err != nil {
+			return nil, fmt.Errorf("reading its chunk %s: %w", d, err)
+		}
+		chunks[d] = b
+	}
+	return core.DecodeCheckpointParts(data, chunks)
 }
 
 // readTail applies the log's events after st.Head to st, through at least
@@ -190,55 +221,112 @@ func readTail(ctx context.Context, log store.SessionLog, sessionID string, st *c
 // run and no pending compaction.
 func Idle(st *core.State) bool { return !st.HasWork() && st.Compaction == nil }
 
-// CheckpointDue is the checkpoint policy: given a session's state and the
-// seq of its latest checkpoint, a new one is due at an idle boundary with
-// events since that checkpoint, and whenever CheckpointEvery events have
-// passed since it.
-func CheckpointDue(st *core.State, lastSeq int64) bool {
+// CheckpointPolicy says when a host checkpoints a session: at an idle
+// boundary once IdleEvery events have passed since its latest checkpoint,
+// and whenever Every events have. Zero fields take IdleCheckpointEvery
+// and CheckpointEvery.
+type CheckpointPolicy struct {
+	IdleEvery int64
+	Every     int64
+}
+
+// Due reports whether a checkpoint of st is due, given the seq of the
+// session's latest checkpoint.
+func (p CheckpointPolicy) Due(st *core.State, lastSeq int64) bool {
+	idleEvery, every := p.IdleEvery, p.Every
+	if idleEvery <= 0 {
+		idleEvery = IdleCheckpointEvery
+	}
+	if every <= 0 {
+		every = CheckpointEvery
+	}
+	if st.Head <= lastSeq || !st.Opened {
+		return false
+	}
+	since := st.Head - lastSeq
+	return (Idle(st) && since >= idleEvery) || since >= every
+}
+
+// CheckpointDue is the default policy's Due.
+func CheckpointDue(st *core.State, lastSeq int64) bool { return CheckpointPolicy{}.Due(st, lastSeq) }
+
+// CheckpointDueEveryIdle is the policy before IdleCheckpointEvery: a
+// checkpoint at every idle boundary with events since the last. Temporal
+// workflows that started under it keep it, so their histories replay.
+func CheckpointDueEveryIdle(st *core.State, lastSeq int64) bool {
 	if st.Head <= lastSeq || !st.Opened {
 		return false
 	}
 	return Idle(st) || st.Head-lastSeq >= CheckpointEvery
 }
 
-// WriteCheckpoint stores the state's checkpoint blob, records it at its
-// head and prunes the session's older checkpoints.
+// CheckpointMark is what a host keeps of a session's latest checkpoint: its
+// seq, and the memo that lets the next checkpoint encode only what changed.
+type CheckpointMark struct {
+	Seq  int64
+	memo *core.CheckpointMemo
+}
+
+// WriteCheckpoint stores the state's checkpoint, records it at its head and
+// prunes the session's older checkpoints.
 func WriteCheckpoint(ctx context.Context, cps store.Checkpoints, blobs blob.Store, st *core.State) error {
-	_, err := writeCheckpoint(ctx, cps, blobs, st)
+	_, err := writeCheckpoint(ctx, cps, blobs, st, CheckpointMark{})
 	return err
 }
 
-// writeCheckpoint is WriteCheckpoint, also reporting whether the checkpoint
-// was recorded (pruning may still have failed).
-func writeCheckpoint(ctx context.Context, cps store.Checkpoints, blobs blob.Store, st *core.State) (bool, error) {
-	data, err := core.EncodeCheckpoint(st)
+// writeCheckpoint stores a chunked checkpoint: the chunks the mark's memo
+// does not know, the index, and edges from the index to every chunk, so
+// that the checkpoint row holds them all. It returns the new mark once the
+// checkpoint is recorded (pruning may still have failed), else the mark it
+// was given.
+func writeCheckpoint(ctx context.Context, cps store.Checkpoints, blobs blob.Store, st *core.State, mark CheckpointMark) (CheckpointMark, error) {
+	parts, err := core.EncodeCheckpointParts(st, mark.memo)
 	if err != nil {
-		return false, fmt.Errorf("encoding the checkpoint of %s at %d: %w", st.SessionID, st.Head, err)
+		return mark, fmt.Errorf("encoding the checkpoint of %s at %d: %w", st.SessionID, st.Head, err)
 	}
-	d, err := blobs.Put(ctx, data)
+	for _, d := range parts.Chunks {
+		data, ok := parts.New[d]
+		if !ok {
+			continue
+		}
+		delete(parts.New, d) // a chunk named twice is stored once
+		if _, err := blobs.Put(ctx, data); err != nil {
+			return mark, fmt.Errorf("storing the checkpoint of %s at %d: %w", st.SessionID, st.Head, err)
+		}
+	}
+	d, err := blobs.Put(ctx, parts.Index)
 	if err != nil {
-		return false, fmt.Errorf("storing the checkpoint of %s at %d: %w", st.SessionID, st.Head, err)
+		return mark, fmt.Errorf("storing the checkpoint of %s at %d: %w", st.SessionID, st.Head, err)
+	}
+	if len(parts.Chunks) > 0 {
+		err := cps.PutEdges(ctx, d, parts.Chunks)
+		var missing *blob.MissingError
+		if errors.As(err, &missing) && mark.memo != nil {
+			// A chunk the memo remembers was collected since: store
+			// every chunk again.
+			return writeCheckpoint(ctx, cps, blobs, st, CheckpointMark{Seq: mark.Seq})
+		}
+		if err != nil {
+			return mark, fmt.Errorf("recording the chunks of the checkpoint of %s at %d: %w", st.SessionID, st.Head, err)
+		}
 	}
 	if err := cps.PutCheckpoint(ctx, st.SessionID, st.Head, d); err != nil {
-		return false, fmt.Errorf("recording the checkpoint of %s at %d: %w", st.SessionID, st.Head, err)
+		return mark, fmt.Errorf("recording the checkpoint of %s at %d: %w", st.SessionID, st.Head, err)
 	}
+	next := CheckpointMark{Seq: st.Head, memo: parts.Memo}
 	if _, err := cps.PruneCheckpoints(ctx, st.SessionID, st.Head); err != nil {
-		return true, fmt.Errorf("pruning the checkpoints of %s before %d: %w", st.SessionID, st.Head, err)
+		return next, fmt.Errorf("pruning the checkpoints of %s before %d: %w", st.SessionID, st.Head, err)
 	}
-	return true, nil
+	return next, nil
 }
 
-// MaybeCheckpoint writes a checkpoint of st when CheckpointDue says so and
-// returns the seq of the session's latest checkpoint: st.Head once one was
-// recorded (even if pruning older ones then failed), else lastSeq. A nil
+// Maybe writes a checkpoint of st when the policy says one is due and
+// returns the mark of the session's latest checkpoint: a new one once one
+// was recorded (even if pruning older ones then failed), else mark. A nil
 // cps writes nothing.
-func MaybeCheckpoint(ctx context.Context, cps store.Checkpoints, blobs blob.Store, st *core.State, lastSeq int64) (int64, error) {
-	if cps == nil || !CheckpointDue(st, lastSeq) {
-		return lastSeq, nil
+func (p CheckpointPolicy) Maybe(ctx context.Context, cps store.Checkpoints, blobs blob.Store, st *core.State, mark CheckpointMark) (CheckpointMark, error) {
+	if cps == nil || !p.Due(st, mark.Seq) {
+		return mark, nil
 	}
-	recorded, err := writeCheckpoint(ctx, cps, blobs, st)
-	if recorded {
-		return st.Head, err
-	}
-	return lastSeq, err
+	return writeCheckpoint(ctx, cps, blobs, st, mark)
 }

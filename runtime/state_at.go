@@ -47,7 +47,7 @@ func checkpointAtOrBelow(ctx context.Context, cps store.Checkpoints, blobs blob.
 	if err != nil {
 		return nil
 	}
-	st, err := core.DecodeCheckpoint(data)
+	st, err := decodeCheckpoint(ctx, blobs, data)
 	if err != nil || st.Head != at || st.SessionID != sessionID {
 		return nil
 	}

@@ -7,14 +7,17 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cairn-agents/cairn/blob"
 	"github.com/cairn-agents/cairn/content"
 	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/internal/testenv"
+	"github.com/cairn-agents/cairn/retention"
 	"github.com/cairn-agents/cairn/runtime"
 	"github.com/cairn-agents/cairn/store"
 )
@@ -234,6 +237,12 @@ func (f fixedCheckpoint) LatestCheckpoint(context.Context, string, int64) (int64
 	return f.seq, f.d, f.err
 }
 func (f fixedCheckpoint) PruneCheckpoints(context.Context, string, int64) (int, error) { return 0, nil }
+func (f fixedCheckpoint) PutEdges(context.Context, content.Digest, []content.Digest) error {
+	return nil
+}
+func (f fixedCheckpoint) Children(context.Context, content.Digest) ([]content.Digest, error) {
+	return nil, nil
+}
 
 // Loading from a checkpoint at any seq plus the tail after it gives exactly
 // the state a full replay gives, reading only the tail.
@@ -357,7 +366,7 @@ func TestLoadState_UnusableCheckpointsFallBackToFullReplay(t *testing.T) {
 	}{
 		{"missing blob", s.log, fixedCheckpoint{seq: int64(mid), d: content.Sum([]byte("never stored"))}, "reading its blob", head},
 		{"not JSON", s.log, fixedCheckpoint{seq: int64(mid), d: put([]byte("not json"))}, "not JSON", head},
-		{"unknown version", s.log, fixedCheckpoint{seq: int64(mid), d: put(tamper(atMid, func(m map[string]any) { m["version"] = 2 }))}, "version 2", head},
+		{"unknown version", s.log, fixedCheckpoint{seq: int64(mid), d: put(tamper(atMid, func(m map[string]any) { m["version"] = 99 }))}, "version 99", head},
 		{"unknown format", s.log, fixedCheckpoint{seq: int64(mid), d: put(tamper(atMid, func(m map[string]any) { m["format"] = "other" }))}, `format "other"`, head},
 		{"fails validation", s.log, fixedCheckpoint{seq: int64(mid), d: put(tamper(atMid, func(m map[string]any) { m["active"] = "run_ghost" }))}, "run_ghost", head},
 		{"recorded at another seq", s.log, fixedCheckpoint{seq: int64(mid + 1), d: put(encode(t, atMid))}, "recorded at seq", head},
@@ -484,35 +493,46 @@ func TestCheckpointPolicy(t *testing.T) {
 		if runtime.Idle(st) != isIdle {
 			t.Fatalf("seq %d: Idle = %v", n, runtime.Idle(st))
 		}
-		if got := runtime.CheckpointDue(st, 0); got != isIdle {
-			t.Fatalf("seq %d (idle %v): due %v after no checkpoint", n, isIdle, got)
+		if runtime.CheckpointDue(st, 0) {
+			t.Fatalf("seq %d (idle %v): due after only %d events", n, isIdle, n)
 		}
-		if runtime.CheckpointDue(st, int64(n)) {
+		if got := runtime.CheckpointDue(st, int64(n)-runtime.IdleCheckpointEvery); got != isIdle {
+			t.Fatalf("seq %d (idle %v): due %v %d events after the last checkpoint", n, isIdle, got, runtime.IdleCheckpointEvery)
+		}
+		if runtime.CheckpointDue(st, int64(n)-runtime.IdleCheckpointEvery+1) && isIdle {
+			t.Fatalf("seq %d: idle and due only %d events after the last checkpoint", n, runtime.IdleCheckpointEvery-1)
+		}
+		if got := runtime.CheckpointDueEveryIdle(st, 0); got != isIdle {
+			t.Fatalf("seq %d (idle %v): due %v after no checkpoint under the every-idle policy", n, isIdle, got)
+		}
+		if runtime.CheckpointDue(st, int64(n)) || runtime.CheckpointDueEveryIdle(st, int64(n)) {
 			t.Fatalf("seq %d: due again right after a checkpoint at the same seq", n)
 		}
 		if isIdle {
 			idle++
 		} else {
 			busy++
-			if !runtime.CheckpointDue(st, int64(n)-runtime.CheckpointEvery) {
-				t.Fatalf("seq %d: not due %d events after the last checkpoint", n, runtime.CheckpointEvery)
-			}
-			if runtime.CheckpointDue(st, int64(n)-runtime.CheckpointEvery+1) {
-				t.Fatalf("seq %d: due only %d events after the last checkpoint", n, runtime.CheckpointEvery-1)
+			for _, due := range []func(*core.State, int64) bool{runtime.CheckpointDue, runtime.CheckpointDueEveryIdle} {
+				if !due(st, int64(n)-runtime.CheckpointEvery) {
+					t.Fatalf("seq %d: not due %d events after the last checkpoint", n, runtime.CheckpointEvery)
+				}
+				if due(st, int64(n)-runtime.CheckpointEvery+1) {
+					t.Fatalf("seq %d: due only %d events after the last checkpoint", n, runtime.CheckpointEvery-1)
+				}
 			}
 		}
 	}
 	if idle == 0 || busy == 0 {
 		t.Fatalf("the script has %d idle and %d busy seqs; want both", idle, busy)
 	}
-	if runtime.CheckpointDue(core.NewState(), 0) {
+	if runtime.CheckpointDue(core.NewState(), -runtime.CheckpointEvery) {
 		t.Fatal("a checkpoint is due for an empty state")
 	}
 }
 
-// MaybeCheckpoint writes a checkpoint that LoadState then uses, prunes the
+// CheckpointPolicy.Maybe writes a checkpoint that LoadState then uses, prunes the
 // older ones, and writes nothing when none is due.
-func TestMaybeCheckpoint_WritesWhenDueAndPrunes(t *testing.T) {
+func TestCheckpointPolicy_WritesWhenDueAndPrunes(t *testing.T) {
 	s := newScripted(t, "s1", "run_")
 	s.script(1)
 	evs := s.events()
@@ -528,47 +548,196 @@ func TestMaybeCheckpoint_WritesWhenDueAndPrunes(t *testing.T) {
 	if err := s.log.PutCheckpoint(s.ctx, "s1", 2, d); err != nil {
 		t.Fatal(err)
 	}
+	// A mark as if the checkpoint at 2 were IdleCheckpointEvery events ago.
+	due := runtime.CheckpointMark{Seq: head - runtime.IdleCheckpointEvery}
 
-	if seq, err := runtime.MaybeCheckpoint(s.ctx, nil, s.blobs, st, 2); err != nil || seq != 2 {
-		t.Fatalf("MaybeCheckpoint without a store = %d, %v", seq, err)
+	if m, err := defaultPolicy.Maybe(s.ctx, nil, s.blobs, st, due); err != nil || m != due {
+		t.Fatalf("MaybeCheckpoint without a store = %+v, %v", m, err)
 	}
-	if seq, err := runtime.MaybeCheckpoint(s.ctx, s.log, s.blobs, st, head); err != nil || seq != head {
-		t.Fatalf("MaybeCheckpoint when not due = %d, %v", seq, err)
+	notDue := runtime.CheckpointMark{Seq: 2}
+	if m, err := defaultPolicy.Maybe(s.ctx, s.log, s.blobs, st, notDue); err != nil || m != notDue {
+		t.Fatalf("MaybeCheckpoint when not due = %+v, %v", m, err)
 	}
 	if got, _, err := s.log.LatestCheckpoint(s.ctx, "s1", 0); err != nil || got != 2 {
 		t.Fatalf("a checkpoint was written when none was due: latest %d, %v", got, err)
 	}
 
-	seq, err := runtime.MaybeCheckpoint(s.ctx, s.log, s.blobs, st, 2)
-	if err != nil || seq != head {
-		t.Fatalf("MaybeCheckpoint = %d, %v; want %d", seq, err, head)
+	m, err := defaultPolicy.Maybe(s.ctx, s.log, s.blobs, st, due)
+	if err != nil || m.Seq != head {
+		t.Fatalf("MaybeCheckpoint = %+v, %v; want seq %d", m, err, head)
 	}
 	got, d, err := s.log.LatestCheckpoint(s.ctx, "s1", 0)
 	if err != nil || got != head {
 		t.Fatalf("latest checkpoint %d, %v; want %d", got, err, head)
 	}
+	// The checkpoint is an index whose chunks it holds through edges.
 	data, err := s.blobs.Get(s.ctx, d)
-	if err != nil || !bytes.Equal(data, encode(t, st)) {
-		t.Fatalf("the checkpoint blob is not the encoded state (%v)", err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs, err := core.CheckpointChunkRefs(data)
+	if err != nil || len(refs) == 0 {
+		t.Fatalf("the checkpoint blob names %d chunks (%v); want a chunked index", len(refs), err)
+	}
+	kids, err := s.log.Children(s.ctx, d)
+	want := slices.Clone(refs)
+	content.SortDigests(want)
+	if want = slices.Compact(want); err != nil || !slices.Equal(kids, want) {
+		t.Fatalf("the index holds %v (%v); want its chunks %v", kids, err, want)
 	}
 	if _, _, err := s.log.LatestCheckpoint(s.ctx, "s1", head-1); !errors.Is(err, store.ErrCheckpointNotFound) {
 		t.Fatalf("the older checkpoint was not pruned: %v", err)
 	}
 	counted := &countingLog{SessionLog: s.log}
-	if _, rep, err := runtime.LoadStateReport(s.ctx, counted, s.log, s.blobs, "s1", nil); err != nil || rep.CheckpointSeq != head || counted.read != 0 {
+	loaded, rep, err := runtime.LoadStateReport(s.ctx, counted, s.log, s.blobs, "s1", nil)
+	if err != nil || rep.CheckpointSeq != head || counted.read != 0 || rep.Fallback != "" {
 		t.Fatalf("load after the checkpoint: report %+v, %d events read, %v", rep, counted.read, err)
 	}
+	if !bytes.Equal(encode(t, loaded), encode(t, st)) {
+		t.Fatal("the checkpoint does not load as the state it was written from")
+	}
 
-	// A failed write leaves the last seq as it was and reports the error.
+	// A failed write leaves the mark as it was and reports the error.
 	failing := failingBlobs{Store: s.blobs}
 	s.admit(core.AppendContext{AtMs: s.tick(), Entries: []core.EntryInput{s.entry(core.EntryMessage, core.RoleUser, "more")}})
-	if seq, err := runtime.MaybeCheckpoint(s.ctx, s.log, failing, s.drive.State(), head); err == nil || seq != head {
-		t.Fatalf("MaybeCheckpoint over failing blobs = %d, %v; want %d and an error", seq, err, head)
+	later := runtime.CheckpointMark{Seq: head - runtime.IdleCheckpointEvery}
+	if m, err := defaultPolicy.Maybe(s.ctx, s.log, failing, s.drive.State(), later); err == nil || m != later {
+		t.Fatalf("MaybeCheckpoint over failing blobs = %+v, %v; want %+v and an error", m, err, later)
 	}
+}
+
+// The next checkpoint stores only the chunks that changed; when a chunk
+// its memo remembers has been collected since, it stores every chunk again
+// rather than record a checkpoint that cannot be read.
+func TestCheckpointPolicy_StoresChangedChunksAndRecoversCollectedOnes(t *testing.T) {
+	s := newScripted(t, "s1", "run_")
+	s.script(40)
+	puts := &countingPuts{Store: s.blobs}
+	first, err := defaultPolicy.Maybe(s.ctx, s.log, puts, s.drive.State(), runtime.CheckpointMark{Seq: -runtime.CheckpointEvery})
+	if err != nil || first.Seq != s.drive.State().Head {
+		t.Fatalf("first checkpoint: %+v, %v", first, err)
+	}
+	more := func(text string) {
+		s.admit(core.AppendContext{AtMs: s.tick(), Entries: []core.EntryInput{s.entry(core.EntryMessage, core.RoleUser, text)}})
+	}
+	all := puts.n
+	more("one more")
+	puts.n = 0
+	forced := first
+	forced.Seq -= runtime.IdleCheckpointEvery // due now
+	second, err := defaultPolicy.Maybe(s.ctx, s.log, puts, s.drive.State(), forced)
+	if err != nil || second.Seq != s.drive.State().Head {
+		t.Fatalf("second checkpoint: %+v, %v", second, err)
+	}
+	if puts.n > 4 || all < 8 {
+		t.Fatalf("the second checkpoint stored %d blobs, the first %d; want only the index and the changed chunks", puts.n, all)
+	}
+
+	// Every remembered chunk reported missing once: the write starts over.
+	more("and another")
+	puts.n = 0
+	forced = second
+	forced.Seq -= runtime.IdleCheckpointEvery
+	cps := &missingOnce{Checkpoints: s.log}
+	third, err := defaultPolicy.Maybe(s.ctx, cps, puts, s.drive.State(), forced)
+	if err != nil || third.Seq != s.drive.State().Head || cps.failed != 1 || puts.n < all {
+		t.Fatalf("third checkpoint: %+v, %v; PutEdges failed %d times, %d blobs stored (first stored %d)", third, err, cps.failed, puts.n, all)
+	}
+	if _, rep, err := runtime.LoadStateReport(s.ctx, s.log, s.log, s.blobs, "s1", nil); err != nil || rep.CheckpointSeq != third.Seq || rep.Fallback != "" {
+		t.Fatalf("load after the third checkpoint: %+v, %v", rep, err)
+	}
+}
+
+type countingPuts struct {
+	blob.Store
+	n int
+}
+
+func (c *countingPuts) Put(ctx context.Context, data []byte) (content.Digest, error) {
+	c.n++
+	return c.Store.Put(ctx, data)
+}
+
+// missingOnce reports every child of the first PutEdges as missing.
+type missingOnce struct {
+	store.Checkpoints
+	failed int
+}
+
+func (m *missingOnce) PutEdges(ctx context.Context, parent content.Digest, children []content.Digest) error {
+	if m.failed == 0 {
+		m.failed++
+		return &blob.MissingError{Digests: children}
+	}
+	return m.Checkpoints.PutEdges(ctx, parent, children)
 }
 
 type failingBlobs struct{ blob.Store }
 
 func (failingBlobs) Put(context.Context, []byte) (content.Digest, error) {
 	return content.Digest{}, errors.New("disk full")
+}
+
+// defaultPolicy is the policy hosts use unless configured otherwise.
+var defaultPolicy runtime.CheckpointPolicy
+
+// A checkpoint's index holds its chunks: a collection pass with no grace
+// keeps every chunk the latest checkpoint names, and releases the pruned
+// checkpoint's index and the chunks only it named.
+func TestCheckpoint_IndexHoldsItsChunksAgainstCollection(t *testing.T) {
+	s := newScripted(t, "s1", "run_")
+	s.script(40)
+	due := runtime.CheckpointMark{Seq: -runtime.CheckpointEvery}
+	first, err := defaultPolicy.Maybe(s.ctx, s.log, s.blobs, s.drive.State(), due)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, oldIndex, err := s.log.LatestCheckpoint(s.ctx, "s1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldData, err := s.blobs.Get(s.ctx, oldIndex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldRefs, _ := core.CheckpointChunkRefs(oldData)
+	// Removing the first entries changes the first chunk.
+	s.admit(core.RemoveContext{AtMs: s.tick(), EntryIDs: []string{core.EntryID(2), core.EntryID(3)}})
+	first.Seq -= runtime.IdleCheckpointEvery
+	second, err := defaultPolicy.Maybe(s.ctx, s.log, s.blobs, s.drive.State(), first)
+	if err != nil || second.Seq != s.drive.State().Head {
+		t.Fatalf("second checkpoint: %+v, %v", second, err)
+	}
+	_, index, _ := s.log.LatestCheckpoint(s.ctx, "s1", 0)
+	data, _ := s.blobs.Get(s.ctx, index)
+	refs, _ := core.CheckpointChunkRefs(data)
+
+	c := &retention.Collector{
+		Universes: retention.Single("default", s.log),
+		Now:       func() time.Time { return time.Now().Add(time.Hour) },
+		Logger:    slog.New(slog.DiscardHandler),
+	}
+	for range 3 { // a released parent frees its children on a later pass
+		if _, err := c.Collect(s.ctx, retention.Options{Grace: 0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, rep, err := runtime.LoadStateReport(s.ctx, s.log, s.log, s.blobs, "s1", nil); err != nil || rep.CheckpointSeq != second.Seq || rep.Fallback != "" {
+		t.Fatalf("load after collection: %+v, %v", rep, err)
+	}
+	if _, err := s.blobs.Get(s.ctx, oldIndex); err == nil {
+		t.Error("the pruned checkpoint's index survived collection")
+	}
+	released := 0
+	for _, d := range oldRefs {
+		if !slices.Contains(refs, d) {
+			released++
+			if _, err := s.blobs.Get(s.ctx, d); err == nil {
+				t.Errorf("chunk %s, named only by the pruned checkpoint, survived collection", d)
+			}
+		}
+	}
+	if released == 0 {
+		t.Fatal("the second checkpoint shares every chunk of the first; the test proves nothing")
+	}
 }

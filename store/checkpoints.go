@@ -9,13 +9,15 @@ import (
 )
 
 // Checkpoints stores reducer checkpoints of the sessions of one universe: for
-// a session and a seq, the digest of a blob holding core.EncodeCheckpoint of
-// the state after that seq. The log stays authoritative; a checkpoint only
+// a session and a seq, the digest of a blob holding a checkpoint of the
+// state after that seq (core.EncodeCheckpointParts). The log stays authoritative; a checkpoint only
 // saves replaying the events up to its seq, and a reader falls back to a
 // full replay when one is unusable. A checkpoint row holds its blob against
 // collection, as a workspace head holds its manifest; dropping the row
-// releases it.
+// releases it. A chunked checkpoint's blob is an index that holds its
+// chunks through edges (Edges), which its writer records before the row.
 type Checkpoints interface {
+	Edges
 	// PutCheckpoint records blob as the checkpoint of sessionID at seq. The
 	// session must exist (else ErrSessionNotFound) with a head of at least
 	// seq, and the blob must exist (else a *blob.MissingError); a rejected

@@ -50,6 +50,10 @@ func newCPEnv(t *testing.T, adapter *scriptAdapter) *cpEnv {
 	return e
 }
 
+// everyIdle checkpoints at every idle boundary, so that tests see one
+// after each run.
+var everyIdle = runtime.CheckpointPolicy{IdleEvery: 1}
+
 func (e *cpEnv) start(log store.SessionLog, cps store.Checkpoints) {
 	e.t.Helper()
 	tools, err := runtime.NewTools()
@@ -57,7 +61,7 @@ func (e *cpEnv) start(log store.SessionLog, cps store.Checkpoints) {
 		e.t.Fatal(err)
 	}
 	e.host = New(Options{
-		Log: log, Blobs: e.blobs, Checkpoints: cps,
+		Log: log, Blobs: e.blobs, Checkpoints: cps, CheckpointPolicy: everyIdle,
 		Executor: &runtime.Executor{Blobs: e.blobs, Adapters: map[string]provider.Adapter{core.APIChatCompletions: e.adapter}, Tools: tools},
 		Logger:   slog.New(slog.NewTextHandler(e.logs, nil)),
 		Retry:    RetryPolicy{BaseDelay: time.Millisecond, MaxDelay: 50 * time.Millisecond},
@@ -67,6 +71,31 @@ func (e *cpEnv) start(log store.SessionLog, cps store.Checkpoints) {
 	}
 	h := e.host
 	e.t.Cleanup(h.Close)
+}
+
+// stored returns the state a stored checkpoint holds, as one
+// core.EncodeCheckpoint, reading its chunks.
+func (e *cpEnv) stored(d content.Digest) ([]byte, error) {
+	ctx := context.Background()
+	data, err := e.blobs.Get(ctx, d)
+	if err != nil {
+		return nil, err
+	}
+	refs, err := core.CheckpointChunkRefs(data)
+	if err != nil {
+		return nil, err
+	}
+	chunks := map[content.Digest][]byte{}
+	for _, r := range refs {
+		if chunks[r], err = e.blobs.Get(ctx, r); err != nil {
+			return nil, err
+		}
+	}
+	st, err := core.DecodeCheckpointParts(data, chunks)
+	if err != nil {
+		return nil, err
+	}
+	return core.EncodeCheckpoint(st)
 }
 
 func (e *cpEnv) create(id string) {
@@ -169,8 +198,7 @@ func TestHost_CheckpointsAtIdleBoundaries(t *testing.T) {
 	if err != nil || seq != final {
 		t.Fatalf("after the run the latest checkpoint is %d, %v; want the idle head %d", seq, err, final)
 	}
-	data, err := e.blobs.Get(context.Background(), d)
-	if err != nil || !bytes.Equal(data, e.liveCheckpoint("s1")) {
+	if data, err := e.stored(d); err != nil || !bytes.Equal(data, e.liveCheckpoint("s1")) {
 		t.Fatalf("the checkpoint is not the live state (%v)", err)
 	}
 	if _, _, err := e.mem.LatestCheckpoint(context.Background(), "s1", final-1); !errors.Is(err, store.ErrCheckpointNotFound) {

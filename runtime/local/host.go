@@ -32,8 +32,9 @@ type Options struct {
 	Retry RetryPolicy
 	// Checkpoints stores reducer checkpoints (nil: none). The host loads a
 	// session from its latest checkpoint and the events after it, and
-	// writes one per runtime.CheckpointDue after its commits.
-	Checkpoints store.Checkpoints
+	// writes one when CheckpointPolicy says so after its commits.
+	Checkpoints      store.Checkpoints
+	CheckpointPolicy runtime.CheckpointPolicy
 	// MaxIdleSessions bounds the idle sessions kept in memory (default
 	// 1024; negative: no bound); IdleTTL drops an idle session unused for
 	// longer (default 10 minutes; negative: never). See evict.go.

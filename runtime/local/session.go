@@ -35,9 +35,9 @@ type session struct {
 	drive    *core.Drive
 	inflight map[string]*flight
 	changed  chan struct{}
-	// checkpointSeq is the seq of the session's latest checkpoint (0: none
-	// known), for the checkpoint policy.
-	checkpointSeq int64
+	// checkpointed is the session's latest checkpoint (seq 0: none known),
+	// for the checkpoint policy and the next checkpoint's memo.
+	checkpointed runtime.CheckpointMark
 	// held is the queue of commands waiting for a pending compaction to
 	// end, in arrival order (see awaitCompaction); heldMoved is closed
 	// whenever its front leaves.
@@ -72,7 +72,7 @@ func (h *Host) session(ctx context.Context, id string) (*session, error) {
 			st, rep, err := h.load(ctx, id)
 			if err == nil {
 				s.mu.Lock()
-				s.drive, s.checkpointSeq = core.NewDrive(st), rep.CheckpointSeq
+				s.drive, s.checkpointed = core.NewDrive(st), runtime.CheckpointMark{Seq: rep.CheckpointSeq}
 				s.mu.Unlock()
 			}
 			if err := h.finishLoad(s, err); err != nil {
@@ -157,7 +157,9 @@ func (h *Host) commit(s *session, in core.Intent) error {
 		if errors.Is(err, store.ErrHeadConflict) {
 			if st, rep, rerr := h.load(h.ctx, s.id); rerr == nil {
 				s.drive = core.NewDrive(st)
-				s.checkpointSeq = max(s.checkpointSeq, rep.CheckpointSeq)
+				if rep.CheckpointSeq > s.checkpointed.Seq {
+					s.checkpointed = runtime.CheckpointMark{Seq: rep.CheckpointSeq}
+				}
 			}
 		}
 		return err
@@ -176,20 +178,20 @@ func (h *Host) commit(s *session, in core.Intent) error {
 }
 
 // checkpoint writes a checkpoint of the session when the policy says one is
-// due: at an idle boundary, or CheckpointEvery events after the last one.
+// due (Options.CheckpointPolicy).
 // Other commits cost one comparison. A failed write is logged and retried
 // at the next commit that finds one due; the log stays authoritative.
 // The caller holds s.mu.
 func (h *Host) checkpoint(s *session) {
 	st := s.drive.State()
-	if h.opt.Checkpoints == nil || !runtime.CheckpointDue(st, s.checkpointSeq) {
+	if h.opt.Checkpoints == nil || !h.opt.CheckpointPolicy.Due(st, s.checkpointed.Seq) {
 		return
 	}
-	seq, err := runtime.MaybeCheckpoint(h.ctx, h.opt.Checkpoints, h.opt.Blobs, st, s.checkpointSeq)
+	mark, err := h.opt.CheckpointPolicy.Maybe(h.ctx, h.opt.Checkpoints, h.opt.Blobs, st, s.checkpointed)
 	if err != nil && h.ctx.Err() == nil {
 		h.opt.Logger.Warn("writing a reducer checkpoint failed", "session", s.id, "head", st.Head, "err", err)
 	}
-	s.checkpointSeq = seq
+	s.checkpointed = mark
 }
 
 // cancelStale cancels in-flight work the state no longer awaits (a

@@ -95,7 +95,7 @@ func TestTemporal_CompactionRunsAsAnActivityAndHoldsNewRuns(t *testing.T) {
 func TestTemporal_CheckpointAtIdleBoundary(t *testing.T) {
 	e := newEnv(t, &script{fn: func(ctx context.Context, _ int, b blob.Store, _ provider.Request) (provider.Output, error) {
 		return answer(ctx, b, "ok")
-	}}, temporal.SessionArgs{})
+	}}, temporal.SessionArgs{IdleCheckpointEvery: 1})
 	e.create("s1")
 	if r := e.waitRun("s1", e.start("s1", "one")); r.Status != core.StatusCompleted {
 		t.Fatalf("run %s", r.Status)

@@ -142,9 +142,11 @@ func TestRehydrate_LoadsFromTheCheckpointAndTheTail(t *testing.T) {
 	if got, tail := st.read.Load(), state.Head-cpState.Head; got != tail+1 {
 		t.Fatalf("a fresh worker's state cache read %d events, want the %d after the checkpoint and one more", got, tail)
 	}
-	if _, d, err := st.LatestCheckpoint(ctx, "s1", state.Head); err != nil {
-		t.Fatal(err)
-	} else if data, err := blobs.Get(ctx, d); err != nil || !bytes.Equal(data, want) {
+	loaded, rep, err := runtime.LoadStateReport(ctx, st, st, blobs, "s1", nil)
+	if err != nil || rep.CheckpointSeq != state.Head || rep.Fallback != "" {
+		t.Fatalf("loading after the checkpoint activity: %+v, %v", rep, err)
+	}
+	if data, err := core.EncodeCheckpoint(loaded); err != nil || !bytes.Equal(data, want) {
 		t.Fatalf("the checkpoint written from the cached state differs from a full replay's: %v", err)
 	}
 }

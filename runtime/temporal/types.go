@@ -30,6 +30,10 @@ type SessionArgs struct {
 	// ContinueAsNewAfter is the history length past which an idle workflow
 	// continues as new (default 2,000 events).
 	ContinueAsNewAfter int `json:"continueAsNewAfter,omitempty"`
+	// IdleCheckpointEvery is the fewest events since the last checkpoint for
+	// which an idle session is checkpointed (default
+	// runtime.IdleCheckpointEvery).
+	IdleCheckpointEvery int64 `json:"idleCheckpointEvery,omitempty"`
 }
 
 // Command is a client command as it crosses the update boundary: exactly

@@ -59,7 +59,7 @@ func SessionWorkflow(ctx workflow.Context, args SessionArgs) error {
 		}
 		s.pump(ctx)
 		closed := s.drive.State().Closed && s.inflight.len() == 0
-		due, head := runtime.CheckpointDue(s.drive.State(), s.checkpointed), s.drive.State().Head
+		due, head := s.checkpointDue(ctx)(s.drive.State(), s.checkpointed), s.drive.State().Head
 		s.mu.Unlock()
 		if due && !s.checkpointing && workflow.GetVersion(ctx, versionCheckpoint, workflow.DefaultVersion, 1) == 1 {
 			s.checkpointing = true
@@ -474,6 +474,20 @@ const versionArrivalOrder = "admit-in-arrival-order"
 // versionCheckpoint marks workflow code that writes reducer checkpoints at
 // idle boundaries and every runtime.CheckpointEvery events.
 const versionCheckpoint = "reducer-checkpoints"
+
+// versionIdleCheckpointEvery marks workflow code that checkpoints an idle
+// session only once runtime.IdleCheckpointEvery events have passed since
+// its last checkpoint, not at every idle boundary.
+const versionIdleCheckpointEvery = "idle-checkpoint-every"
+
+// checkpointDue is the checkpoint policy of the code this workflow started
+// under.
+func (s *session) checkpointDue(ctx workflow.Context) func(*core.State, int64) bool {
+	if workflow.GetVersion(ctx, versionIdleCheckpointEvery, workflow.DefaultVersion, 1) == 1 {
+		return runtime.CheckpointPolicy{IdleEvery: s.args.IdleCheckpointEvery}.Due
+	}
+	return runtime.CheckpointDueEveryIdle
+}
 
 // checkpoint stores a checkpoint of the state at head through an activity
 // (which rebuilds the state from its cache and the log: the state does not
