@@ -200,9 +200,18 @@ func (s call) readSession(ctx context.Context, p SessionParams) (SessionReadResu
 	if sh, ok := s.host.(StatusHost); ok {
 		return s.withSource(ctx)(sh.SessionStatus(ctx, p.SessionID))
 	}
-	// Current execution state comes from the session's latest checkpoint
-	// and the authoritative event tail (a full replay when the checkpoint is
-	// unusable), not from what the host holds in memory.
+	// A session the host holds is answered from its state, a summary built
+	// under the session's lock: decoding the checkpoint costs in proportion
+	// to the session's length, this only to its queue.
+	if lh, ok := s.host.(LiveHost); ok {
+		var out SessionReadResult
+		if lh.InspectLive(p.SessionID, func(st *core.State) { out = sessionSummary(st) }) {
+			return s.withSource(ctx)(out, nil)
+		}
+	}
+	// Any other comes from its latest checkpoint and the authoritative
+	// event tail (a full replay when the checkpoint is unusable), without
+	// loading it into the host: a read is not a reason to keep it in memory.
 	var cps store.Checkpoints
 	if ch, ok := s.host.(CheckpointHost); ok {
 		cps = ch.Checkpoints()
@@ -211,8 +220,15 @@ func (s call) readSession(ctx context.Context, p SessionParams) (SessionReadResu
 	if err != nil {
 		return SessionReadResult{}, err
 	}
+	return s.withSource(ctx)(sessionSummary(st), nil)
+}
+
+// sessionSummary is session/read's answer for a state, whichever way it
+// was loaded, so the live and the stored answers cannot drift apart. It
+// shares nothing with st, which changes once its lock is released.
+func sessionSummary(st *core.State) SessionReadResult {
 	out := SessionReadResult{
-		SessionID: st.SessionID, Status: core.SessionStatusOpen, Model: st.Config.Model, Tools: st.Config.Tools,
+		SessionID: st.SessionID, Status: core.SessionStatusOpen, Model: st.Config.Model, Tools: slices.Clone(st.Config.Tools),
 		ContextRevision: st.Revision, Head: st.Head, QueuedRuns: []RunSummary{},
 	}
 	if st.Closed {
@@ -229,7 +245,7 @@ func (s call) readSession(ctx context.Context, p SessionParams) (SessionReadResu
 		c.EntryIDs = nil // the ids are in the events; the summary stays small
 		out.Compaction = &c
 	}
-	return s.withSource(ctx)(out, nil)
+	return out
 }
 
 func (s call) listSessions(ctx context.Context, p SessionListParams) (SessionListResult, error) {
