@@ -25,8 +25,11 @@ import (
 const (
 	defaultEventLimit = 100
 	maxEventLimit     = 1000
-	maxWait           = 30 * time.Second
-	maxSessionList    = 1000
+	// A page of session/context/read: entries are about the size of events.
+	defaultContextLimit = 100
+	maxContextLimit     = 1000
+	maxWait             = 30 * time.Second
+	maxSessionList      = 1000
 )
 
 func routes() map[string]method {
@@ -441,14 +444,49 @@ func (s call) readContext(ctx context.Context, p ContextReadParams) (ContextRead
 	if err := requireSession(p.SessionID); err != nil {
 		return ContextReadResult{}, err
 	}
+	if p.Limit < 0 || p.Limit > maxContextLimit {
+		return ContextReadResult{}, invalidParams("limit must be 0 to " + strconv.Itoa(maxContextLimit) + " (0: " + strconv.Itoa(defaultContextLimit) + ")")
+	}
 	if p.AtSeq != nil {
-		return s.readContextAt(ctx, p.SessionID, *p.AtSeq)
+		return s.readContextAt(ctx, p, *p.AtSeq)
 	}
 	var out ContextReadResult
-	err := s.host.Inspect(ctx, p.SessionID, func(st *core.State) {
-		out = ContextReadResult{Revision: st.Revision, Entries: st.Context()}
-	})
+	var err error
+	if ierr := s.host.Inspect(ctx, p.SessionID, func(st *core.State) { out, err = contextPage(st, p) }); ierr != nil {
+		return ContextReadResult{}, ierr
+	}
 	return out, err
+}
+
+// contextPage is one page of st's active context, in request order: the
+// entries after the entry p.After (from the first without it), at most
+// p.Limit of them. The cursor is the last entry's id while more follow.
+// An entry id is the cursor, not a position, because it names the same
+// entry at every revision: a client paging a context that changes between
+// pages sees the revision change, or is told its entry has left.
+func contextPage(st *core.State, p ContextReadParams) (ContextReadResult, error) {
+	limit := p.Limit
+	if limit == 0 {
+		limit = defaultContextLimit
+	}
+	entries := st.Context()
+	start := 0
+	if p.After != "" {
+		i := slices.IndexFunc(entries, func(e core.Entry) bool { return e.ID == p.After })
+		if i < 0 {
+			return ContextReadResult{}, invalidParams("after: entry " + strconv.Quote(p.After) + " is not in the context at revision " + itoa64(st.Revision) +
+				"; a cursor is the entryId of a page's last entry (the context may have changed since: read it again from the start)")
+		}
+		start = i + 1
+	}
+	end := min(start+limit, len(entries))
+	// A copy of the page alone: the response must not keep the whole
+	// context's copy alive.
+	out := ContextReadResult{Revision: st.Revision, Entries: append([]core.Entry{}, entries[start:end]...)}
+	if end < len(entries) {
+		out.Cursor = entries[end-1].ID
+	}
+	return out, nil
 }
 
 func (s call) appendContext(ctx context.Context, p ContextAppendParams) (ContextAppendResult, error) {
