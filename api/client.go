@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/cairn-agents/cairn/content"
+	"github.com/cairn-agents/cairn/core"
 )
 
 // Client calls a Cairn server's JSON-RPC API.
@@ -139,10 +140,59 @@ func (c *Client) ReadEvents(ctx context.Context, p EventsReadParams) (EventsRead
 	return r, c.Call(ctx, MethodEventsRead, p, &r)
 }
 
-// ReadContext calls session/context/read.
+// ReadContext reads a session's whole active context with
+// session/context/read, page after page, at one revision.
 func (c *Client) ReadContext(ctx context.Context, sessionID string) (ContextReadResult, error) {
+	return c.readWholeContext(ctx, ContextReadParams{SessionID: sessionID})
+}
+
+// ReadContextPage calls session/context/read for one page.
+func (c *Client) ReadContextPage(ctx context.Context, p ContextReadParams) (ContextReadResult, error) {
 	var r ContextReadResult
-	return r, c.Call(ctx, MethodContextRead, SessionParams{SessionID: sessionID}, &r)
+	return r, c.Call(ctx, MethodContextRead, p, &r)
+}
+
+// contextReadAttempts bounds how often readWholeContext starts again when
+// the context changes while it pages.
+const contextReadAttempts = 3
+
+// readWholeContext reads every page of p's context (p.After and p.Limit
+// are its own). A page at another revision than the first, or a cursor
+// the context no longer has, means the context changed meanwhile: the read
+// starts again, and after contextReadAttempts such changes it gives up.
+func (c *Client) readWholeContext(ctx context.Context, p ContextReadParams) (ContextReadResult, error) {
+	p.Limit = maxContextLimit
+	for attempt := 1; ; attempt++ {
+		p.After = ""
+		var all ContextReadResult
+		changed := false
+		for !changed {
+			page, err := c.ReadContextPage(ctx, p)
+			var rpcErr *Error
+			switch {
+			case p.After != "" && errors.As(err, &rpcErr) && rpcErr.Kind() == KindInvalidParams:
+				changed = true // our cursor's entry has left the context
+				continue
+			case err != nil:
+				return ContextReadResult{}, err
+			case p.After != "" && page.Revision != all.Revision:
+				changed = true
+				continue
+			}
+			all.Revision = page.Revision
+			all.Entries = append(all.Entries, page.Entries...)
+			if page.Cursor == "" {
+				if all.Entries == nil {
+					all.Entries = []core.Entry{}
+				}
+				return all, nil
+			}
+			p.After = page.Cursor
+		}
+		if attempt == contextReadAttempts {
+			return ContextReadResult{}, fmt.Errorf("session/context/read: the context of %s changed while it was read, %d times", p.SessionID, attempt)
+		}
+	}
 }
 
 // AppendContext calls session/context/append.

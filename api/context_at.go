@@ -12,10 +12,14 @@ import (
 const MethodContextDiff = "session/context/diff"
 
 // ContextReadParams read the active context now, or as it stood after
-// event AtSeq.
+// event AtSeq, a page at a time, in request order: the entries after the
+// entry After (an entryId: the previous page's cursor; absent: from the
+// first), at most Limit of them (0: 100; at most 1000).
 type ContextReadParams struct {
 	SessionID string `json:"sessionId"`
 	AtSeq     *int64 `json:"atSeq,omitempty"`
+	After     string `json:"after,omitempty"`
+	Limit     int    `json:"limit,omitempty"`
 }
 
 // ContextDiffParams name two points of a session's log.
@@ -37,15 +41,15 @@ func (s call) checkpoints() store.Checkpoints {
 }
 
 // readContextAt replays to atSeq from the nearest checkpoint at or below it.
-func (s call) readContextAt(ctx context.Context, sessionID string, atSeq int64) (ContextReadResult, error) {
-	st, err := runtime.StateAt(ctx, s.host.Log(), s.checkpoints(), s.host.Blobs(), sessionID, atSeq)
+func (s call) readContextAt(ctx context.Context, p ContextReadParams, atSeq int64) (ContextReadResult, error) {
+	st, err := runtime.StateAt(ctx, s.host.Log(), s.checkpoints(), s.host.Blobs(), p.SessionID, atSeq)
 	if errors.Is(err, runtime.ErrSeqPastHead) {
 		return ContextReadResult{}, invalidParams("atSeq must be between 1 and the session's head: " + err.Error())
 	}
 	if err != nil {
 		return ContextReadResult{}, err
 	}
-	return ContextReadResult{Revision: st.Revision, Entries: st.Context()}, nil
+	return contextPage(st, p)
 }
 
 func (s call) diffContext(ctx context.Context, p ContextDiffParams) (ContextDiffResult, error) {
@@ -59,10 +63,10 @@ func (s call) diffContext(ctx context.Context, p ContextDiffParams) (ContextDiff
 	return d, err
 }
 
-// ReadContextAt calls session/context/read with atSeq.
+// ReadContextAt reads the whole context as it stood after event atSeq with
+// session/context/read, page after page.
 func (c *Client) ReadContextAt(ctx context.Context, sessionID string, atSeq int64) (ContextReadResult, error) {
-	var out ContextReadResult
-	return out, c.Call(ctx, MethodContextRead, ContextReadParams{SessionID: sessionID, AtSeq: &atSeq}, &out)
+	return c.readWholeContext(ctx, ContextReadParams{SessionID: sessionID, AtSeq: &atSeq})
 }
 
 // DiffContext calls session/context/diff.

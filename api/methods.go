@@ -25,8 +25,11 @@ import (
 const (
 	defaultEventLimit = 100
 	maxEventLimit     = 1000
-	maxWait           = 30 * time.Second
-	maxSessionList    = 1000
+	// A page of session/context/read: entries are about the size of events.
+	defaultContextLimit = 100
+	maxContextLimit     = 1000
+	maxWait             = 30 * time.Second
+	maxSessionList      = 1000
 )
 
 func routes() map[string]method {
@@ -200,9 +203,18 @@ func (s call) readSession(ctx context.Context, p SessionParams) (SessionReadResu
 	if sh, ok := s.host.(StatusHost); ok {
 		return s.withSource(ctx)(sh.SessionStatus(ctx, p.SessionID))
 	}
-	// Current execution state comes from the session's latest checkpoint
-	// and the authoritative event tail (a full replay when the checkpoint is
-	// unusable), not from what the host holds in memory.
+	// A session the host holds is answered from its state, a summary built
+	// under the session's lock: decoding the checkpoint costs in proportion
+	// to the session's length, this only to its queue.
+	if lh, ok := s.host.(LiveHost); ok {
+		var out SessionReadResult
+		if lh.InspectLive(p.SessionID, func(st *core.State) { out = sessionSummary(st) }) {
+			return s.withSource(ctx)(out, nil)
+		}
+	}
+	// Any other comes from its latest checkpoint and the authoritative
+	// event tail (a full replay when the checkpoint is unusable), without
+	// loading it into the host: a read is not a reason to keep it in memory.
 	var cps store.Checkpoints
 	if ch, ok := s.host.(CheckpointHost); ok {
 		cps = ch.Checkpoints()
@@ -211,8 +223,15 @@ func (s call) readSession(ctx context.Context, p SessionParams) (SessionReadResu
 	if err != nil {
 		return SessionReadResult{}, err
 	}
+	return s.withSource(ctx)(sessionSummary(st), nil)
+}
+
+// sessionSummary is session/read's answer for a state, whichever way it
+// was loaded, so the live and the stored answers cannot drift apart. It
+// shares nothing with st, which changes once its lock is released.
+func sessionSummary(st *core.State) SessionReadResult {
 	out := SessionReadResult{
-		SessionID: st.SessionID, Status: core.SessionStatusOpen, Model: st.Config.Model, Tools: st.Config.Tools,
+		SessionID: st.SessionID, Status: core.SessionStatusOpen, Model: st.Config.Model, Tools: slices.Clone(st.Config.Tools),
 		ContextRevision: st.Revision, Head: st.Head, QueuedRuns: []RunSummary{},
 	}
 	if st.Closed {
@@ -229,7 +248,7 @@ func (s call) readSession(ctx context.Context, p SessionParams) (SessionReadResu
 		c.EntryIDs = nil // the ids are in the events; the summary stays small
 		out.Compaction = &c
 	}
-	return s.withSource(ctx)(out, nil)
+	return out
 }
 
 func (s call) listSessions(ctx context.Context, p SessionListParams) (SessionListResult, error) {
@@ -425,14 +444,49 @@ func (s call) readContext(ctx context.Context, p ContextReadParams) (ContextRead
 	if err := requireSession(p.SessionID); err != nil {
 		return ContextReadResult{}, err
 	}
+	if p.Limit < 0 || p.Limit > maxContextLimit {
+		return ContextReadResult{}, invalidParams("limit must be 0 to " + strconv.Itoa(maxContextLimit) + " (0: " + strconv.Itoa(defaultContextLimit) + ")")
+	}
 	if p.AtSeq != nil {
-		return s.readContextAt(ctx, p.SessionID, *p.AtSeq)
+		return s.readContextAt(ctx, p, *p.AtSeq)
 	}
 	var out ContextReadResult
-	err := s.host.Inspect(ctx, p.SessionID, func(st *core.State) {
-		out = ContextReadResult{Revision: st.Revision, Entries: st.Context()}
-	})
+	var err error
+	if ierr := s.host.Inspect(ctx, p.SessionID, func(st *core.State) { out, err = contextPage(st, p) }); ierr != nil {
+		return ContextReadResult{}, ierr
+	}
 	return out, err
+}
+
+// contextPage is one page of st's active context, in request order: the
+// entries after the entry p.After (from the first without it), at most
+// p.Limit of them. The cursor is the last entry's id while more follow.
+// An entry id is the cursor, not a position, because it names the same
+// entry at every revision: a client paging a context that changes between
+// pages sees the revision change, or is told its entry has left.
+func contextPage(st *core.State, p ContextReadParams) (ContextReadResult, error) {
+	limit := p.Limit
+	if limit == 0 {
+		limit = defaultContextLimit
+	}
+	entries := st.Context()
+	start := 0
+	if p.After != "" {
+		i := slices.IndexFunc(entries, func(e core.Entry) bool { return e.ID == p.After })
+		if i < 0 {
+			return ContextReadResult{}, invalidParams("after: entry " + strconv.Quote(p.After) + " is not in the context at revision " + itoa64(st.Revision) +
+				"; a cursor is the entryId of a page's last entry (the context may have changed since: read it again from the start)")
+		}
+		start = i + 1
+	}
+	end := min(start+limit, len(entries))
+	// A copy of the page alone: the response must not keep the whole
+	// context's copy alive.
+	out := ContextReadResult{Revision: st.Revision, Entries: append([]core.Entry{}, entries[start:end]...)}
+	if end < len(entries) {
+		out.Cursor = entries[end-1].ID
+	}
+	return out, nil
 }
 
 func (s call) appendContext(ctx context.Context, p ContextAppendParams) (ContextAppendResult, error) {

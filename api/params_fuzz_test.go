@@ -52,7 +52,7 @@ func FuzzParams(f *testing.F) {
 		api.MethodSessionCreate: {`{"model":{"providerId":"fake","apiKind":"chat_completions","model":"m"},"links":[{"mount":"/","workspace":"w"},{"mount":"/s","snapshot":"` + d + `"}]}`},
 		api.MethodRunsStart:     {`{"sessionId":"` + sid + `","input":[{"type":"audio","ref":` + obj + `,"filename":"../x.wav"}]}`},
 		api.MethodContextAppend: {`{"sessionId":"` + sid + `","kind":"message","ref":` + obj + `}`, `{"sessionId":"` + sid + `","kind":"message","text":"` + zero + `"}`},
-		api.MethodContextRead:   {`{"sessionId":"` + sid + `","atSeq":-1}`},
+		api.MethodContextRead:   {`{"sessionId":"` + sid + `","atSeq":-1}`, `{"sessionId":"` + sid + `","after":"e1","limit":1001}`},
 		"vfs/workspaces/create": {`{"workspace":"x/../y","snapshot":"` + d + `"}`},
 		"vfs/workspaces/commit": {`{"workspace":"w","files":[{"path":"../etc/passwd","ref":"` + d + `","size":5}]}`, `{"workspace":"w","files":[{"path":".git/config","ref":` + obj + `,"size":-1}]}`},
 		"vfs/snapshots/read":    {`{"snapshot":` + obj + `}`},

@@ -44,6 +44,15 @@ type StatusHost interface {
 	SessionStatus(ctx context.Context, sessionID string) (SessionReadResult, error)
 }
 
+// LiveHost is implemented by hosts that hold live sessions in memory (the
+// embedded host): InspectLive runs fn under the session's lock and reports
+// true if the host holds the session now, and never loads it. session/read
+// answers a live session from that state, which is the log's head, since
+// the host is the session's only writer; other sessions from the store.
+type LiveHost interface {
+	InspectLive(sessionID string, fn func(*core.State)) bool
+}
+
 // CheckpointHost is implemented by hosts that keep reducer checkpoints;
 // session/read then loads state from the latest one and the event tail
 // instead of replaying the whole log.

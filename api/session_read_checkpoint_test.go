@@ -44,76 +44,144 @@ func (l *damagedLog) ReadBefore(ctx context.Context, id string, before int64, li
 	return slices.DeleteFunc(evs, func(ev core.Event) bool { return ev.Seq == l.drop.Load() }), err
 }
 
+// readEnv is a server over a local host on a memory store whose log can be
+// damaged; restart replaces the host and the server by new ones over the
+// same store, which hold no session until one is used.
+type readEnv struct {
+	t     *testing.T
+	c     *api.Client
+	host  *local.Host
+	model *fakeModel
+	log   *damagedLog
+	mem   *store.Memory
+	blobs blob.Store
+	cps   store.Checkpoints
+}
+
 func newCheckpointServer(t *testing.T, checkpoints bool) (*api.Client, *damagedLog, *store.Memory) {
+	e := newReadEnv(t, checkpoints)
+	return e.c, e.log, e.mem
+}
+
+func newReadEnv(t *testing.T, checkpoints bool) *readEnv {
 	t.Helper()
 	blobs := blob.NewMemory()
 	mem := store.NewMemory(blobs)
-	log := &damagedLog{SessionLog: mem}
-	var cps store.Checkpoints
+	e := &readEnv{t: t, log: &damagedLog{SessionLog: mem}, mem: mem, blobs: blobs}
 	if checkpoints {
-		cps = mem
+		e.cps = mem
 	}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	h := local.New(local.Options{Log: log, Blobs: blobs, Checkpoints: cps, Logger: quiet,
-		CheckpointPolicy: runtime.CheckpointPolicy{IdleEvery: 1}, // a checkpoint after every change
-		Executor:         &runtime.Executor{Blobs: blobs, Adapters: map[string]provider.Adapter{core.APIChatCompletions: newFakeModel()}, Files: mem}})
-	if err := h.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(h.Close)
-	srv := httptest.NewServer(api.NewServer(h, api.ServerOptions{APIKinds: []string{core.APIChatCompletions}, Logger: quiet}).Handler())
-	t.Cleanup(srv.Close)
-	return api.NewClient(srv.URL, nil), log, mem
+	e.restart()
+	return e
 }
 
-// session/read answers from the latest checkpoint and the log's tail: for an
-// idle session checkpointed at its head it reads no events at all.
+func (e *readEnv) restart() {
+	e.t.Helper()
+	if e.host != nil {
+		e.host.Close()
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	e.model = newFakeModel()
+	e.host = local.New(local.Options{Log: e.log, Blobs: e.blobs, Checkpoints: e.cps, Logger: quiet,
+		CheckpointPolicy: runtime.CheckpointPolicy{IdleEvery: 1}, // a checkpoint after every change
+		Executor:         &runtime.Executor{Blobs: e.blobs, Adapters: map[string]provider.Adapter{core.APIChatCompletions: e.model}, Files: e.mem}})
+	if err := e.host.Start(context.Background()); err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(e.host.Close)
+	e.c = e.serve(e.host)
+}
+
+// serve serves the API over h.
+func (e *readEnv) serve(h api.Host) *api.Client {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv := httptest.NewServer(api.NewServer(h, api.ServerOptions{APIKinds: []string{core.APIChatCompletions}, Logger: quiet}).Handler())
+	e.t.Cleanup(srv.Close)
+	return api.NewClient(srv.URL, nil)
+}
+
+// session/read of a session the host does not hold answers from the latest
+// checkpoint and the log's tail: for an idle session checkpointed at its
+// head it reads no events at all, and the read leaves the session out of
+// the host's memory.
 func TestSessionRead_FromCheckpointAndTail(t *testing.T) {
 	ctx := context.Background()
-	c, log, mem := newCheckpointServer(t, true)
-	id, err := c.CreateSession(ctx, api.CreateSessionParams{Model: testModel(), Instructions: "be brief"})
+	e := newReadEnv(t, true)
+	id, err := e.c.CreateSession(ctx, api.CreateSessionParams{Model: testModel(), Instructions: "be brief"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, text := range []string{"one", "two"} {
-		if _, err := c.AppendContext(ctx, api.ContextAppendParams{SessionID: id.SessionID, Kind: core.EntryMessage, Text: text}); err != nil {
+		if _, err := e.c.AppendContext(ctx, api.ContextAppendParams{SessionID: id.SessionID, Kind: core.EntryMessage, Text: text}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	life, err := mem.Session(ctx, id.SessionID)
+	life, err := e.mem.Session(ctx, id.SessionID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if seq, _, err := mem.LatestCheckpoint(ctx, id.SessionID, 0); err != nil || seq != life.Head {
+	if seq, _, err := e.mem.LatestCheckpoint(ctx, id.SessionID, 0); err != nil || seq != life.Head {
 		t.Fatalf("latest checkpoint %d, %v; want the idle head %d", seq, err, life.Head)
 	}
-	log.read.Store(0)
-	got, err := c.ReadSession(ctx, id.SessionID)
+	e.restart()
+	e.log.read.Store(0)
+	got, err := e.c.ReadSession(ctx, id.SessionID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := log.read.Load(); n != 0 {
+	if n := e.log.read.Load(); n != 0 {
 		t.Fatalf("session/read read %d events past a checkpoint at the head", n)
 	}
 	if got.Head != life.Head || got.ContextRevision != 3 || got.Status != core.SessionStatusOpen {
 		t.Fatalf("session/read = %+v, want head %d at context revision 3", got, life.Head)
 	}
+	if e.host.InspectLive(id.SessionID, func(*core.State) {}) {
+		t.Fatal("session/read loaded the session into the host")
+	}
 }
 
-// A session whose log lacks an event it needs fails session/read with
-// data.kind history_incomplete, even while the host holds the session.
-func TestSessionRead_MissingHistoryIsHistoryIncomplete(t *testing.T) {
+// session/read of a session the host holds answers from the host's state:
+// even without checkpoints it reads no event of the log.
+func TestSessionRead_LiveSessionReadsNoEvents(t *testing.T) {
 	ctx := context.Background()
-	c, log, _ := newCheckpointServer(t, false)
-	id, err := c.CreateSession(ctx, api.CreateSessionParams{Model: testModel(), Instructions: "be brief"})
+	e := newReadEnv(t, false)
+	id, err := e.c.CreateSession(ctx, api.CreateSessionParams{Model: testModel(), Instructions: "be brief"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.ReadSession(ctx, id.SessionID); err != nil {
+	adm, err := e.c.AppendContext(ctx, api.ContextAppendParams{SessionID: id.SessionID, Kind: core.EntryMessage, Text: "one"})
+	if err != nil {
 		t.Fatal(err)
 	}
-	log.drop.Store(2)
-	_, err = c.ReadSession(ctx, id.SessionID)
+	e.log.read.Store(0)
+	got, err := e.c.ReadSession(ctx, id.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := e.log.read.Load(); n != 0 {
+		t.Fatalf("session/read of a live session read %d events", n)
+	}
+	if got.ContextRevision != adm.Revision || got.Head != 3 {
+		t.Fatalf("session/read = %+v, want head 3 at context revision %d", got, adm.Revision)
+	}
+}
+
+// A session not in memory whose log lacks an event it needs fails
+// session/read with data.kind history_incomplete. (A session the host holds
+// was loaded from a complete log, and is answered from that.)
+func TestSessionRead_MissingHistoryIsHistoryIncomplete(t *testing.T) {
+	ctx := context.Background()
+	e := newReadEnv(t, false)
+	id, err := e.c.CreateSession(ctx, api.CreateSessionParams{Model: testModel(), Instructions: "be brief"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.restart()
+	if _, err := e.c.ReadSession(ctx, id.SessionID); err != nil {
+		t.Fatal(err)
+	}
+	e.log.drop.Store(2)
+	_, err = e.c.ReadSession(ctx, id.SessionID)
 	var rpcErr *api.Error
 	if !errors.As(err, &rpcErr) || rpcErr.Kind() != runtime.KindHistoryIncomplete || rpcErr.Code != api.CodeDomain {
 		t.Fatalf("session/read over a damaged log: %v, want data.kind %s", err, runtime.KindHistoryIncomplete)

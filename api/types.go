@@ -169,9 +169,13 @@ type EventsReadResult struct {
 	Head   int64       `json:"head"`
 }
 
+// ContextReadResult is one page of the context at a revision. Cursor, set
+// while more entries follow, is after for the next page; a page of another
+// revision is of a context that changed meanwhile.
 type ContextReadResult struct {
 	Revision int64        `json:"revision"`
 	Entries  []core.Entry `json:"entries"`
+	Cursor   string       `json:"cursor,omitempty"`
 }
 
 // ContextAppendParams append one entry: its content is either text, stored

@@ -17,7 +17,12 @@ import (
 	"testing"
 
 	"github.com/cairn-agents/cairn/api"
+	"github.com/cairn-agents/cairn/blob"
 	"github.com/cairn-agents/cairn/content"
+	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/provider"
+	"github.com/cairn-agents/cairn/runtime"
+	"github.com/cairn-agents/cairn/store/sqlite"
 )
 
 func putBlob(t *testing.T, in *instance, data []byte, mediaType string) content.ContentRef {
@@ -288,4 +293,68 @@ func TestCacheChartMatchesReport(t *testing.T) {
 		t.Fatalf("storage/report: %v", storageErr)
 	}
 	tb.shot("storage")
+}
+
+// seedContext writes a session whose context holds n unkeyed messages
+// straight into the store, with a checkpoint at its head.
+func seedContext(ctx context.Context, t testing.TB, st *sqlite.Store, id string, n int) {
+	t.Helper()
+	ref, err := blob.PutRef(ctx, st, []byte(seedTexts[0]), content.MediaText, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := core.NewState()
+	var pending []core.Proposal
+	admit := func(cmd core.Command) {
+		a, err := core.Admit(state, cmd)
+		if err != nil {
+			t.Fatalf("seeding %s: %v", id, err)
+		}
+		for _, p := range a.Proposals {
+			if err := state.Apply(p.Committed(state.Head + 1)); err != nil {
+				t.Fatalf("seeding %s: %v", id, err)
+			}
+			pending = append(pending, p)
+		}
+	}
+	admit(core.OpenSession{AtMs: 1, SessionID: id, Config: core.SessionConfig{Model: fakeModel}})
+	for i := range n {
+		admit(core.AppendContext{AtMs: int64(2 + i), Entries: []core.EntryInput{{Kind: core.EntryMessage, Role: core.RoleUser, Content: ref,
+			TokenEstimate: provider.Estimate([]byte(seedTexts[0])), Preview: fmt.Sprintf("note %d", i)}}})
+	}
+	if _, err := st.Append(ctx, id, 0, pending); err != nil {
+		t.Fatalf("seeding %s: %v", id, err)
+	}
+	if err := runtime.WriteCheckpoint(ctx, st, st, state); err != nil {
+		t.Fatalf("seeding %s: %v", id, err)
+	}
+}
+
+// A context longer than one page of session/context/read is shown whole:
+// the panel follows the cursor.
+func TestContextPanelReadsEveryPage(t *testing.T) {
+	t.Parallel()
+	const n = 1204
+	in := newInstance(t, instanceOptions{seed: func(ctx context.Context, st *sqlite.Store) { seedContext(ctx, t, st, "long", n) }})
+	tb := newTab(t)
+	tb.open(in.url + "/sessions/long?panel=context")
+	tb.wait(`(document.getElementById('ctx-summary')?.textContent || '').startsWith('Now')`)
+	if got := eval[int](tb, `document.querySelectorAll('#ctx-result li[data-entry]').length`); got != n {
+		t.Errorf("the context lists %d entries, want %d", got, n)
+	}
+	if last := eval[string](tb, `[...document.querySelectorAll('#ctx-result li[data-entry]')].pop().dataset.entry`); last != core.EntryID(n) {
+		t.Errorf("the last entry listed is %s, want %s", last, core.EntryID(n))
+	}
+	if !strings.Contains(eval[string](tb, `document.getElementById('ctx-summary').textContent`), "1,204 entries") {
+		t.Errorf("the summary says %q", eval[string](tb, `document.getElementById('ctx-summary').textContent`))
+	}
+	reads := 0
+	for _, c := range in.rpc.all() {
+		if c.Method == "session/context/read" {
+			reads++
+		}
+	}
+	if reads != 2 {
+		t.Errorf("the panel made %d session/context/read calls, want 2 pages of at most 1,000", reads)
+	}
 }

@@ -93,10 +93,14 @@ func contextCommand() *cobra.Command {
 		Short: "Print a session's active context, in request order (now, or --at a seq)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// The whole context, read a page after another by the client.
 			c := cf.client()
-			res, err := c.ReadContext(cmd.Context(), args[0])
+			var res api.ContextReadResult
+			var err error
 			if at > 0 {
 				res, err = c.ReadContextAt(cmd.Context(), args[0], at)
+			} else {
+				res, err = c.ReadContext(cmd.Context(), args[0])
 			}
 			if err != nil {
 				return err

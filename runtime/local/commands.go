@@ -188,6 +188,43 @@ func (h *Host) Inspect(ctx context.Context, sessionID string, fn func(*core.Stat
 	return nil
 }
 
+// InspectLive runs fn with the session's committed state under its lock,
+// as Inspect does, if the host holds the session now, and reports whether
+// it did. It never loads the session, and the read is not a use for the
+// eviction policy: a caller that can also answer from the store
+// (session/read) does so for a session not in memory, and a client polling
+// a session keeps it in memory no longer than it would be otherwise.
+//
+// The state is the session's own: the host is its only writer, so its head
+// is the log's. fn must not keep references to the state after it returns.
+func (h *Host) InspectLive(sessionID string, fn func(*core.State)) bool {
+	h.mu.Lock()
+	s := h.sessions[sessionID]
+	live := false
+	if s != nil {
+		select {
+		case <-s.loaded: // a session in the map whose load ended has loaded
+			live = true
+		default: // still loading or being created: the store answers
+		}
+	}
+	if !live {
+		h.mu.Unlock()
+		return false
+	}
+	s.refs++ // held, it is not evicted while fn runs
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		s.refs-- // without touch: a read is not a use
+		h.mu.Unlock()
+	}()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fn(s.drive.State())
+	return true
+}
+
 // Changed returns the session's head and a channel closed at its next commit,
 // or when the session is evicted: a waiter then calls Changed again.
 func (h *Host) Changed(ctx context.Context, sessionID string) (int64, <-chan struct{}, error) {

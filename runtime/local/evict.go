@@ -13,8 +13,8 @@ import (
 // its checkpoint and the log on its next use (runtime.LoadStateReport).
 //
 // A session is evictable when it is
-//   - unheld: no caller is inside Submit, Inspect, Changed or a load of
-//     it, and no host goroutine will pump it (refs == 0);
+//   - unheld: no caller is inside Submit, Inspect, InspectLive, Changed or
+//     a load of it, and no host goroutine will pump it (refs == 0);
 //   - quiet: nothing in flight (no model, tool, compaction or
 //     transcription call) and its s.mu is free, so no result is being
 //     admitted;

@@ -125,6 +125,35 @@ func TestEvict_IdleSessionsBeyondTheBoundLeastRecentlyUsedFirst(t *testing.T) {
 	}
 }
 
+// InspectLive answers only for a session the host holds: it never loads
+// one, and its reads are not uses, so they neither renew a session's
+// IdleTTL nor move it in the LRU order.
+func TestInspectLive_NeitherLoadsNorKeepsASession(t *testing.T) {
+	e := newEvictEnv(t, answering("ok"), true, bound(-1, time.Minute))
+	e.create("a")
+	var head int64
+	if !e.host.InspectLive("a", func(st *core.State) { head = st.Head }) || head == 0 {
+		t.Fatalf("a session just created: InspectLive saw head %d", head)
+	}
+	e.clock.advance(40 * time.Second)
+	if !e.host.InspectLive("a", func(*core.State) {}) {
+		t.Fatal("InspectLive missed a loaded session")
+	}
+	e.clock.advance(30 * time.Second)
+	if n := e.host.Sweep(); n != 1 || e.host.IsLoaded("a") {
+		t.Fatalf("evicted %d: a session read through InspectLive 30s ago and unused for 70s stayed loaded", n)
+	}
+	if e.host.InspectLive("a", func(*core.State) { t.Error("fn ran for an evicted session") }) {
+		t.Fatal("InspectLive answered for an evicted session")
+	}
+	if e.host.InspectLive("nope", func(*core.State) { t.Error("fn ran for an unknown session") }) {
+		t.Fatal("InspectLive answered for an unknown session")
+	}
+	if e.host.Loaded() != 0 {
+		t.Fatalf("InspectLive loaded %d sessions", e.host.Loaded())
+	}
+}
+
 // IdleTTL drops the sessions unused for that long by the host clock.
 func TestEvict_IdleTTLByTheHostClock(t *testing.T) {
 	e := newEvictEnv(t, answering("ok"), true, bound(-1, time.Minute))

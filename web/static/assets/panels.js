@@ -213,11 +213,34 @@ function contextPanel(page) {
     showDiff(from, to);
   });
 
+  // The whole context, page after page, at one revision: a page at another
+  // revision, or a cursor whose entry has left, means the context changed
+  // meanwhile, and the read starts again (twice at most).
+  async function readWhole(params) {
+    for (let attempt = 1; ; attempt++) {
+      let all = null;
+      let after;
+      try {
+        for (;;) {
+          const res = await call('session/context/read', { sessionId: page.id, ...params, after, limit: 1000 }, { signal: page.signal });
+          if (all && res.revision !== all.revision) break;
+          all = all || { revision: res.revision, entries: [] };
+          all.entries.push(...res.entries);
+          if (!res.cursor) return all;
+          after = res.cursor;
+        }
+      } catch (err) {
+        if (!(after && err.kind === 'invalid_params')) throw err;
+      }
+      if (attempt === 3) throw new Error('The context kept changing while it was read; try again.');
+    }
+  }
+
   async function read(params, heading) {
     const mine = ++latest;
     result.dataset.state = 'loading';
     try {
-      const res = await call('session/context/read', { sessionId: page.id, ...params }, { signal: page.signal });
+      const res = await readWhole(params);
       if (mine === latest) renderContext(res, heading);
     } catch (err) {
       if (!isAbort(err) && mine === latest) clear(result).append(errorBox(err, 'Could not read the context'));
