@@ -107,7 +107,7 @@ func BenchmarkServeLongChat(b *testing.B) {
 }
 
 // readLatency is the mean wall time of session/read and of
-// session/context/read, over 20 calls each.
+// session/context/read (its first page), over 20 calls each.
 func readLatency(b *testing.B, c *api.Client, sessionID string) [2]float64 {
 	b.Helper()
 	const n = 20
@@ -115,7 +115,7 @@ func readLatency(b *testing.B, c *api.Client, sessionID string) [2]float64 {
 	var out [2]float64
 	for i, read := range []func() error{
 		func() error { _, err := c.ReadSession(ctx, sessionID); return err },
-		func() error { _, err := c.ReadContext(ctx, sessionID); return err },
+		func() error { _, err := c.ReadContextPage(ctx, api.ContextReadParams{SessionID: sessionID}); return err },
 	} {
 		start := time.Now()
 		for range n {
