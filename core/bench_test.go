@@ -3,6 +3,7 @@ package core_test
 import (
 	"testing"
 
+	"github.com/cairn-agents/cairn/content"
 	"github.com/cairn-agents/cairn/core"
 )
 
@@ -120,5 +121,20 @@ func BenchmarkReplay10k(b *testing.B) {
 		if s.Head != 10_000 {
 			b.Fatalf("head %d", s.Head)
 		}
+	}
+}
+
+// BenchmarkPlanFingerprint2000 measures the fingerprint of a 2,000-entry
+// context, which every planned turn and every request built computes.
+func BenchmarkPlanFingerprint2000(b *testing.B) {
+	es := make([]core.Entry, 2000)
+	for i := range es {
+		es[i] = core.Entry{ID: core.EntryID(int64(i + 1)), Kind: core.EntryMessage, Role: core.RoleUser,
+			Content: content.ContentRef{Digest: content.Sum([]byte(core.EntryID(int64(i)))), MediaType: content.MediaText}}
+	}
+	cfg := core.SessionConfig{Model: core.ModelSelection{ProviderID: "p", APIKind: core.APIChatCompletions, Model: "m"}}
+	b.ReportAllocs()
+	for b.Loop() {
+		core.PlanFingerprint(cfg, es)
 	}
 }

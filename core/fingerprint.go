@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
+
+	"github.com/cairn-agents/cairn/content"
 )
 
 // FingerprintPrefix marks request fingerprints; it is deliberately not
@@ -16,10 +18,18 @@ const FingerprintPrefix = "fp1:"
 // revision must produce the same fingerprint.
 func PlanFingerprint(cfg SessionConfig, entries []Entry) string {
 	h := sha256.New()
+	// Fields are written as "<len>:<bytes>" into one buffer per entry and
+	// hashed together: the same bytes as hashing each field alone, without
+	// an allocation per field (a context holds thousands of entries).
+	var buf []byte
 	field := func(s string) {
-		h.Write([]byte(strconv.Itoa(len(s))))
-		h.Write([]byte{':'})
-		h.Write([]byte(s))
+		buf = strconv.AppendInt(buf, int64(len(s)), 10)
+		buf = append(buf, ':')
+		buf = append(buf, s...)
+	}
+	flush := func() {
+		h.Write(buf)
+		buf = buf[:0]
 	}
 	field(cfg.Model.ProviderID)
 	field(cfg.Model.APIKind)
@@ -33,15 +43,23 @@ func PlanFingerprint(cfg SessionConfig, entries []Entry) string {
 		field(t)
 	}
 	field(strconv.Itoa(len(entries)))
-	for _, e := range entries {
+	flush()
+	var digest [len(content.DigestPrefix) + 2*sha256.Size]byte
+	copy(digest[:], content.DigestPrefix)
+	for i := range entries {
+		e := &entries[i]
 		field(e.ID)
 		field(e.Kind)
 		field(e.Role)
-		field(e.Content.Digest.String())
+		hex.Encode(digest[len(content.DigestPrefix):], e.Content.Digest[:])
+		buf = strconv.AppendInt(buf, int64(len(digest)), 10)
+		buf = append(buf, ':')
+		buf = append(buf, digest[:]...)
 		field(e.Content.MediaType)
 		field(e.Content.ProviderKind)
 		field(e.CallID)
 		field(e.ToolName)
+		flush()
 	}
 	return FingerprintPrefix + hex.EncodeToString(h.Sum(nil))
 }
