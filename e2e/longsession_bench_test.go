@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,24 +15,31 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/cairn-agents/cairn/api"
 	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/vfs"
 )
 
-// BenchmarkServeLongChat drives a real `cairn serve` (built without the race
-// detector) over JSON-RPC through a long chat of short turns, against an
-// in-process zero-latency Chat Completions fake, and reports the server's
-// own CPU time per turn, read from /proc, at turns 10, 100, 1,000 (and
-// 10,000 when that many are run), the bytes its data directory holds after
-// the server stops, and the latency of session/read and
-// session/context/read after 10 turns and at the end. The turn count is
-// CAIRN_BENCH_TURNS (1000); run it once:
+// The end-to-end benchmarks of a long session (issue 17): each builds a
+// cairn binary without the race detector, runs `cairn serve --data DIR`
+// against an in-process zero-latency Chat Completions fake, drives a
+// scripted session over JSON-RPC as a client would (starting runs and
+// long-polling their events), and reports the server's own CPU time per
+// turn (a turn is one run here), read from /proc, at turns 10, 100, 1,000
+// and 10,000 as far as the scenario goes; the bytes its data directory
+// holds once the server has stopped; and the latency of session/read and
+// of one page of session/context/read after 10 turns and at the end. Run
+// one with -benchtime 1x, e.g.
 //
-//	go test -run '^$' -bench ServeLongChat -benchtime 1x ./e2e/
+//	go test -run '^$' -bench ServeLongChat -benchtime 1x -timeout 60m ./e2e/
+
+// BenchmarkServeLongChat is a long chat of short turns without tools:
+// CAIRN_BENCH_TURNS of them (1,000).
 func BenchmarkServeLongChat(b *testing.B) {
 	turns := 1000
 	if v := os.Getenv("CAIRN_BENCH_TURNS"); v != "" {
@@ -40,16 +49,93 @@ func BenchmarkServeLongChat(b *testing.B) {
 		}
 		turns = n
 	}
+	runScenario(b, scenario{turns: turns, respond: func([]byte) string { return textResponse("chatcmpl-bench", "Noted.") }})
+}
+
+// BenchmarkServeReread is 100 turns that each read one 256 KiB file of a
+// linked workspace through vfs_read_file and then answer, so request N
+// carries N copies of the file.
+func BenchmarkServeReread(b *testing.B) {
+	line := strings.Repeat("x", 63) + "\n"
+	file := strings.Repeat(line, vfs.MaxReadBytes/len(line)) // just under the read limit
+	r := runScenario(b, scenario{
+		turns: 100, tools: []string{"vfs_read_file"}, files: map[string]string{"big.txt": file},
+		respond: readThenAnswer(func(int) string { return "/work/big.txt" }),
+	})
+	b.ReportMetric(float64(r.stored-int64(len(file)))/1e6, "stored-beyond-file-MB")
+}
+
+// BenchmarkServeToolResults is 30 turns that each read a different 2 KiB
+// file and answer; it reports the smallest prefix reuse between
+// consecutive requests from session/cache/report (1 when every request
+// starts with the bytes of the one before).
+func BenchmarkServeToolResults(b *testing.B) {
+	files := map[string]string{}
+	for i := range 30 {
+		files[fmt.Sprintf("notes-%02d.md", i+1)] = strings.Repeat(fmt.Sprintf("note %02d: a line of notes.\n", i+1), 2048/27)
+	}
+	r := runScenario(b, scenario{
+		turns: 30, tools: []string{"vfs_read_file"}, files: files,
+		respond: readThenAnswer(func(n int) string { return fmt.Sprintf("/work/notes-%02d.md", n) }),
+	})
+	b.ReportMetric(r.minPrefixReuse, "min-prefix-reuse")
+}
+
+// scenario is one scripted session.
+type scenario struct {
+	turns int
+	// tools and files: the session's tools, and the files of the workspace
+	// it links at /work (none when empty).
+	tools []string
+	files map[string]string
+	// respond answers a Chat Completions request body.
+	respond func(body []byte) string
+}
+
+// scenarioResult is what a benchmark reports beyond the common metrics.
+type scenarioResult struct {
+	stored         int64
+	minPrefixReuse float64
+}
+
+// readThenAnswer answers a request whose last message is a user message
+// with a vfs_read_file call of path(n) for the n-th run, and any other
+// request with a short answer.
+func readThenAnswer(path func(n int) string) func([]byte) string {
+	runs := 0
+	return func(body []byte) string {
+		var req struct {
+			Messages []struct {
+				Role string `json:"role"`
+			} `json:"messages"`
+		}
+		if err := json.Unmarshal(body, &req); err != nil || len(req.Messages) == 0 {
+			return textResponse("chatcmpl-bench", "?")
+		}
+		if req.Messages[len(req.Messages)-1].Role != "user" {
+			return textResponse("chatcmpl-bench", "Read it.")
+		}
+		runs++
+		args, _ := json.Marshal(map[string]string{"path": path(runs)})
+		return toolCallResponse("chatcmpl-bench", fmt.Sprintf("call_%d", runs), "vfs_read_file", string(args))
+	}
+}
+
+func runScenario(b *testing.B, sc scenario) scenarioResult {
 	bin := filepath.Join(b.TempDir(), "cairn")
 	build := exec.Command("go", "build", "-o", bin, "../cmd/cairn")
 	build.Stdout, build.Stderr = os.Stdout, os.Stderr
 	if err := build.Run(); err != nil {
 		b.Fatal(err)
 	}
+	var mu sync.Mutex
 	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		answer := sc.respond(body)
+		mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, textResponse("chatcmpl-bench", "Noted."))
+		_, _ = io.WriteString(w, answer)
 	}))
 	b.Cleanup(fake.Close)
 	dir := b.TempDir()
@@ -58,12 +144,25 @@ func BenchmarkServeLongChat(b *testing.B) {
 		b.Fatal(err)
 	}
 	data := filepath.Join(dir, "data")
+	var res scenarioResult
 	for range b.N {
 		_ = os.RemoveAll(data)
 		srv := startServeBin(b, bin, []string{"--data", data, "--config", cfg, "--gc-interval", "0"})
 		c := srv.client()
 		ctx := context.Background()
-		s, err := c.CreateSession(ctx, api.CreateSessionParams{Model: core.ModelSelection{ProviderID: "fake", APIKind: core.APIChatCompletions, Model: "m"}})
+		params := api.CreateSessionParams{Model: core.ModelSelection{ProviderID: "fake", APIKind: core.APIChatCompletions, Model: "m"}, Tools: sc.tools}
+		if len(sc.files) > 0 {
+			if _, err := c.CreateWorkspace(ctx, api.WorkspaceCreateParams{Workspace: "bench"}); err != nil {
+				b.Fatal(err)
+			}
+			for _, name := range slices.Sorted(maps.Keys(sc.files)) {
+				if _, err := c.WriteFile(ctx, api.FileWriteParams{Workspace: "bench", Path: name, Data: []byte(sc.files[name])}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			params.Links = []api.LinkParam{{Mount: "/work", Workspace: "bench"}}
+		}
+		s, err := c.CreateSession(ctx, params)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -71,7 +170,7 @@ func BenchmarkServeLongChat(b *testing.B) {
 		var head int64
 		var readsEarly [2]float64
 		before := serverCPU(b, srv)
-		for turn := 1; turn <= turns; turn++ {
+		for turn := 1; turn <= sc.turns; turn++ {
 			run, err := c.StartRun(ctx, api.RunStartParams{SessionID: s.SessionID, Input: []api.InputPart{{Type: "text", Text: fmt.Sprintf("Turn %d: a short message, as people write them.", turn)}}})
 			if err != nil {
 				b.Fatal(err)
@@ -91,18 +190,44 @@ func BenchmarkServeLongChat(b *testing.B) {
 			}
 		}
 		readsLate := readLatency(b, c, s.SessionID)
+		res.minPrefixReuse = minPrefixReuse(b, c, s.SessionID)
 		stopServer(b, srv)
 		for _, t := range []int{10, 100, 1000, 10000} {
 			if v, ok := marks[t]; ok {
 				b.ReportMetric(v, fmt.Sprintf("cpu-ms/turn@%d", t))
 			}
 		}
-		b.ReportMetric(float64(dirBytes(b, data))/1e6, "stored-MB")
+		res.stored = dirBytes(b, data)
+		b.ReportMetric(float64(res.stored)/1e6, "stored-MB")
 		b.ReportMetric(readsEarly[0], "session/read-ms@10turns")
 		b.ReportMetric(readsLate[0], "session/read-ms@end")
 		b.ReportMetric(readsEarly[1], "context/read-ms@10turns")
 		b.ReportMetric(readsLate[1], "context/read-ms@end")
-		b.Logf("%d turns, %d events", turns, head)
+		b.Logf("%d turns, %d events", sc.turns, head)
+	}
+	return res
+}
+
+// minPrefixReuse is the smallest prefix fraction session/cache/report
+// gives for the session's generations after the first.
+func minPrefixReuse(b *testing.B, c *api.Client, sessionID string) float64 {
+	b.Helper()
+	low := 1.0
+	p := api.CacheReportParams{SessionID: sessionID}
+	for {
+		rep, err := c.CacheReport(context.Background(), p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, t := range rep.Turns {
+			if t.PrefixFraction != nil {
+				low = min(low, *t.PrefixFraction)
+			}
+		}
+		if rep.Cursor == 0 {
+			return low
+		}
+		p.Before = rep.Cursor
 	}
 }
 
@@ -115,7 +240,10 @@ func readLatency(b *testing.B, c *api.Client, sessionID string) [2]float64 {
 	var out [2]float64
 	for i, read := range []func() error{
 		func() error { _, err := c.ReadSession(ctx, sessionID); return err },
-		func() error { _, err := c.ReadContextPage(ctx, api.ContextReadParams{SessionID: sessionID}); return err },
+		func() error {
+			_, err := c.ReadContextPage(ctx, api.ContextReadParams{SessionID: sessionID})
+			return err
+		},
 	} {
 		start := time.Now()
 		for range n {
