@@ -19,7 +19,7 @@ func (h *Host) CreateSession(ctx context.Context, id string, cfg core.SessionCon
 	if id == "" {
 		id = h.opt.NewID("s_")
 	}
-	if err := ValidateSessionID(id); err != nil {
+	if err := runtime.ValidateSessionID(id); err != nil {
 		return "", err
 	}
 	if _, err := h.opt.Log.Session(ctx, id); err == nil {
@@ -54,9 +54,6 @@ func (h *Host) CreateSession(ctx context.Context, id string, cfg core.SessionCon
 	}
 	return id, nil
 }
-
-// ValidateSessionID is runtime.ValidateSessionID.
-func ValidateSessionID(id string) error { return runtime.ValidateSessionID(id) }
 
 // Submit admits a command for a session and persists its events before it
 // returns; the session's work then proceeds in the background.

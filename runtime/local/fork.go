@@ -5,15 +5,10 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/cairn-agents/cairn/blob"
 	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/runtime"
 	"github.com/cairn-agents/cairn/store"
 )
-
-// ErrNoCatalog is returned by ForkSession and DeleteSession when the host's
-// log cannot fork or delete sessions (it does not implement store.Catalog).
-var ErrNoCatalog = errors.New("this store cannot fork or delete sessions")
 
 // ForkSession creates a history fork: req.SessionID (empty: a fresh id)
 // inherits req.Source's events 1..req.AtSeq, read through the source. at,
@@ -27,12 +22,12 @@ func (h *Host) ForkSession(ctx context.Context, req store.ForkRequest, at *core.
 	}
 	cat, ok := h.opt.Log.(store.Catalog)
 	if !ok {
-		return core.Lifecycle{}, ErrNoCatalog
+		return core.Lifecycle{}, runtime.ErrNoCatalog
 	}
 	if req.SessionID == "" {
 		req.SessionID = h.opt.NewID("s_")
 	}
-	if err := ValidateSessionID(req.SessionID); err != nil {
+	if err := runtime.ValidateSessionID(req.SessionID); err != nil {
 		return core.Lifecycle{}, err
 	}
 	life, err := cat.Fork(ctx, req)
@@ -42,22 +37,11 @@ func (h *Host) ForkSession(ctx context.Context, req store.ForkRequest, at *core.
 	if err != nil {
 		return core.Lifecycle{}, err
 	}
-	if err := ForkCheckpoint(ctx, h.opt.Checkpoints, h.opt.Blobs, req, at); err != nil {
+	if err := runtime.ForkCheckpoint(ctx, h.opt.Checkpoints, h.opt.Blobs, req, at); err != nil {
 		// The log is authoritative: the fork loads by replay instead.
 		h.opt.Logger.Warn("writing a fork's first checkpoint failed", "session", req.SessionID, "err", err)
 	}
 	return life, nil
-}
-
-// ForkCheckpoint records at, the source's state at the fork point, as the
-// fork's checkpoint at req.AtSeq. It does nothing without a checkpoint
-// store or a state, or for a state at another seq.
-func ForkCheckpoint(ctx context.Context, cps store.Checkpoints, blobs blob.Store, req store.ForkRequest, at *core.State) error {
-	if cps == nil || at == nil || at.Head != req.AtSeq {
-		return nil
-	}
-	at.SessionID = req.SessionID
-	return runtime.WriteCheckpoint(ctx, cps, blobs, at)
 }
 
 // DeleteSession deletes a closed session (with cascade, the closed tree of
@@ -69,7 +53,7 @@ func (h *Host) DeleteSession(ctx context.Context, sessionID string, cascade bool
 	}
 	cat, ok := h.opt.Log.(store.Catalog)
 	if !ok {
-		return nil, ErrNoCatalog
+		return nil, runtime.ErrNoCatalog
 	}
 	ids, err := cat.DeleteSession(ctx, sessionID, cascade)
 	if err != nil {

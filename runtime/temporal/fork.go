@@ -10,7 +10,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/cairn-agents/cairn/core"
-	"github.com/cairn-agents/cairn/runtime/local"
+	"github.com/cairn-agents/cairn/runtime"
 	"github.com/cairn-agents/cairn/store"
 )
 
@@ -22,12 +22,12 @@ import (
 func (g *Gateway) ForkSession(ctx context.Context, req store.ForkRequest, at *core.State) (core.Lifecycle, error) {
 	cat, ok := g.store.(store.Catalog)
 	if !ok {
-		return core.Lifecycle{}, local.ErrNoCatalog
+		return core.Lifecycle{}, runtime.ErrNoCatalog
 	}
 	if req.SessionID == "" {
 		req.SessionID = g.NewID("s_")
 	}
-	if err := local.ValidateSessionID(req.SessionID); err != nil {
+	if err := runtime.ValidateSessionID(req.SessionID); err != nil {
 		return core.Lifecycle{}, err
 	}
 	life, err := cat.Fork(ctx, req)
@@ -37,7 +37,7 @@ func (g *Gateway) ForkSession(ctx context.Context, req store.ForkRequest, at *co
 	if err != nil {
 		return core.Lifecycle{}, err
 	}
-	if err := local.ForkCheckpoint(ctx, g.store, g.store, req, at); err != nil {
+	if err := runtime.ForkCheckpoint(ctx, g.store, g.store, req, at); err != nil {
 		slog.Default().Warn("writing a fork's first checkpoint failed; its workflow replays the log", "universe", g.universe,
 			"session", req.SessionID, "err", err)
 	}
@@ -67,7 +67,7 @@ func (g *Gateway) startWorkflow(ctx context.Context, sessionID string) error {
 func (g *Gateway) DeleteSession(ctx context.Context, sessionID string, cascade bool) ([]string, error) {
 	cat, ok := g.store.(store.Catalog)
 	if !ok {
-		return nil, local.ErrNoCatalog
+		return nil, runtime.ErrNoCatalog
 	}
 	ids, err := cat.DeleteSession(ctx, sessionID, cascade)
 	if err != nil {

@@ -14,7 +14,6 @@ import (
 	"github.com/cairn-agents/cairn/blob"
 	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/runtime"
-	"github.com/cairn-agents/cairn/runtime/local"
 	"github.com/cairn-agents/cairn/store"
 )
 
@@ -46,7 +45,7 @@ func (g *Gateway) Files() runtime.Files { return g.store }
 func (g *Gateway) Log() store.SessionLog { return g.store }
 
 // NewID returns a fresh id.
-func (g *Gateway) NewID(prefix string) string { return local.RandomID(prefix) }
+func (g *Gateway) NewID(prefix string) string { return runtime.RandomID(prefix) }
 
 // NowMs is the gateway's clock.
 func (g *Gateway) NowMs() int64 { return time.Now().UnixMilli() }
@@ -56,7 +55,7 @@ func (g *Gateway) CreateSession(ctx context.Context, id string, cfg core.Session
 	if id == "" {
 		id = g.NewID("s_")
 	}
-	if err := local.ValidateSessionID(id); err != nil {
+	if err := runtime.ValidateSessionID(id); err != nil {
 		return "", err
 	}
 	_, err := g.update(ctx, id, core.OpenSession{AtMs: g.NowMs(), SessionID: id, Config: cfg, Instructions: instructions})

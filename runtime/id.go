@@ -1,10 +1,20 @@
 package runtime
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 
 	"github.com/cairn-agents/cairn/core"
 )
+
+// RandomID returns prefix + 16 random hex digits: the ids a host gives new
+// sessions (s_), runs (run_) and steering (st_) when the caller names none.
+func RandomID(prefix string) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
 
 // ValidateSessionID accepts 1–128 characters of [A-Za-z0-9._:-], so ids are
 // safe in URLs, workflow ids and file names.
