@@ -23,7 +23,7 @@ func (h *Host) CreateSession(ctx context.Context, id string, cfg core.SessionCon
 		return "", err
 	}
 	if _, err := h.opt.Log.Session(ctx, id); err == nil {
-		return "", &core.Rejection{Kind: core.RejectSessionExists, Message: fmt.Sprintf("session %s already exists", id)}
+		return "", runtime.SessionExists(id)
 	} else if !errors.Is(err, store.ErrSessionNotFound) {
 		return "", err
 	}
@@ -48,7 +48,7 @@ func (h *Host) CreateSession(ctx context.Context, id string, cfg core.SessionCon
 	}
 	if err != nil {
 		if errors.Is(err, store.ErrHeadConflict) {
-			return "", &core.Rejection{Kind: core.RejectSessionExists, Message: fmt.Sprintf("session %s already exists", id)}
+			return "", runtime.SessionExists(id)
 		}
 		return "", err
 	}
