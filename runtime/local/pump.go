@@ -140,8 +140,7 @@ func (h *Host) dispatchTool(s *session, runID string, turn int, call core.ToolCa
 		return h.opt.Executor.InvokeTool(ctx, sess, runID, turn, call)
 	}, func(err error) core.ToolResult {
 		h.opt.Logger.Error("tool call failed at the runtime boundary", "session", s.id, "call", call.CallID, "err", err)
-		return core.ToolResult{RunID: runID, Turn: turn, CallID: call.CallID, Status: core.CallFailed,
-			Result: core.EntryInput{Content: core.ToolFailedRef, TokenEstimate: provider.Estimate(core.ToolFailedBytes), Preview: "tool failed"}}
+		return runtime.FailedToolCall(runID, turn, call)
 	})
 }
 

@@ -29,15 +29,20 @@ func (s *session) dispatchTranscribe(ctx workflow.Context, w core.TranscribeWork
 	workflow.Go(ctx, func(gctx workflow.Context) {
 		var res core.TranscriptionResult
 		if err := workflow.ExecuteActivity(actCtx, "Transcribe", in).Get(gctx, &res); err != nil {
-			f := core.Failure{Kind: core.FailureTranscription, Message: "the transcription call failed at the runtime boundary"}
-			var appErr *temporal.ApplicationError
-			if errors.As(err, &appErr) && appErr.Type() == errRetryableProvider {
-				f.Message = appErr.Message()
-			}
-			res = core.TranscriptionResult{RunID: w.RunID, Failure: &f}
+			res = failedTranscription(w, err)
 		}
 		s.deliver(gctx, key, res)
 	})
+}
+
+// failedTranscription is the result of a transcription whose attempts ran
+// out: its run fails.
+func failedTranscription(w core.TranscribeWork, err error) core.TranscriptionResult {
+	res := runtime.FailedTranscription(w, err)
+	if msg, ok := retryableProviderMessage(err); ok {
+		res.Failure.Message = msg
+	}
+	return res
 }
 
 // Transcribe transcribes the audio input of a run waiting for its first

@@ -229,14 +229,37 @@ func (s *session) dispatchGenerate(ctx workflow.Context, w core.GenerateWork) {
 	})
 }
 
-// failedGeneration is the result of a generation whose attempts ran out.
+// failedGeneration is the result of a generation whose attempts ran out:
+// runtime.FailedGeneration's, which an activity error (no provider or
+// endpoint error in Go form) leaves at the boundary failure; a provider
+// error that stayed retryable to the last attempt is a provider_error, as
+// in the embedded host.
 func failedGeneration(w core.GenerateWork, err error) core.GenerationResult {
-	f := core.Failure{Kind: "model_call_failed", Message: "the model call failed at the runtime boundary", Ref: &core.ModelFailedRef}
+	res := runtime.FailedGeneration(w, err)
+	if msg, ok := retryableProviderMessage(err); ok {
+		res.Failure = &core.Failure{Kind: "provider_error", Message: msg}
+	}
+	return res
+}
+
+// failedCompaction is the result of a compaction whose attempts ran out:
+// it fails and every entry stays.
+func failedCompaction(w core.CompactWork, err error) core.CompactionResult {
+	res := runtime.FailedCompaction(w, err)
+	if msg, ok := retryableProviderMessage(err); ok {
+		res.Failure.Message = msg
+	}
+	return res
+}
+
+// retryableProviderMessage is the provider's message when err is an
+// activity's retryable provider error whose attempts ran out.
+func retryableProviderMessage(err error) (string, bool) {
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) && appErr.Type() == errRetryableProvider {
-		f = core.Failure{Kind: "provider_error", Message: appErr.Message()}
+		return appErr.Message(), true
 	}
-	return core.GenerationResult{RunID: w.RunID, Turn: w.Turn, Finish: "error", Failure: &f}
+	return "", false
 }
 
 // dispatchCompact runs the pending standalone compaction as an activity;
@@ -254,12 +277,7 @@ func (s *session) dispatchCompact(ctx workflow.Context, w core.CompactWork) {
 	workflow.Go(ctx, func(gctx workflow.Context) {
 		var res core.CompactionResult
 		if err := workflow.ExecuteActivity(actCtx, "Compact", in).Get(gctx, &res); err != nil {
-			f := core.Failure{Kind: core.FailureCompaction, Message: "the compaction call failed at the runtime boundary"}
-			var appErr *temporal.ApplicationError
-			if errors.As(err, &appErr) && appErr.Type() == errRetryableProvider {
-				f.Message = appErr.Message()
-			}
-			res = core.CompactionResult{CompactionID: w.CompactionID, ContextRevision: w.ContextRevision, Failure: &f}
+			res = failedCompaction(w, err)
 		}
 		s.deliver(gctx, key, res)
 	})
@@ -278,8 +296,7 @@ func (s *session) dispatchTool(ctx workflow.Context, runID string, turn int, cal
 	workflow.Go(ctx, func(gctx workflow.Context) {
 		var res core.ToolResult
 		if err := workflow.ExecuteActivity(actCtx, "InvokeTool", in).Get(gctx, &res); err != nil {
-			res = core.ToolResult{RunID: runID, Turn: turn, CallID: call.CallID, Status: core.CallFailed,
-				Result: core.EntryInput{Content: core.ToolFailedRef, TokenEstimate: core.TokenEstimate{Tokens: int64(len(core.ToolFailedBytes)+3)/4 + 4, Quality: core.EstimateHeuristic}, Preview: "tool failed"}}
+			res = runtime.FailedToolCall(runID, turn, call)
 		}
 		s.deliver(gctx, key, res)
 	})
