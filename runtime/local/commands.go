@@ -94,8 +94,7 @@ func (h *Host) Submit(ctx context.Context, sessionID string, cmd core.Command) (
 // never wait. The caller holds s.mu; it is released while waiting, and the
 // command leaves the queue before the caller admits it under that same lock.
 func (h *Host) awaitCompaction(ctx context.Context, s *session, cmd core.Command) error {
-	switch cmd.(type) {
-	case core.Steer, core.CancelRun, core.GenerationResult, core.ToolResult, core.CompactionResult:
+	if !runtime.Holdable(cmd) {
 		return nil
 	}
 	h.flush(s) // an automatic compaction may be due
@@ -156,7 +155,7 @@ func (s *session) leaveHeld(me *heldCommand) {
 func (h *Host) refresh(ctx context.Context, s *session) error {
 	h.flush(s)
 	st := s.drive.State()
-	if !st.Opened || st.Closed || st.HasWork() {
+	if !st.AtRefreshBoundary() {
 		return nil
 	}
 	derived, err := h.opt.Executor.Refresh(ctx, st.Config.Links)

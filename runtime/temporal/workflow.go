@@ -353,7 +353,7 @@ func (s *session) submit(ctx workflow.Context, cmd Command) (SubmitResult, error
 	// A ticket is taken first thing: handlers start in the order their
 	// updates arrived, so tickets keep it (the mutex alone does not).
 	var ticket int64
-	if holdable(c) && workflow.GetVersion(ctx, versionArrivalOrder, workflow.DefaultVersion, 1) == 1 {
+	if runtime.Holdable(c) && workflow.GetVersion(ctx, versionArrivalOrder, workflow.DefaultVersion, 1) == 1 {
 		s.nextTicket++
 		ticket = s.nextTicket
 		s.held = append(s.held, ticket)
@@ -449,7 +449,7 @@ func (s *session) lockAfterCompaction(ctx workflow.Context, c core.Command, tick
 		if err := s.mu.Lock(ctx); err != nil {
 			return err
 		}
-		if !holdable(c) {
+		if !runtime.Holdable(c) {
 			return nil
 		}
 		s.flush(ctx) // an automatic compaction may be due
@@ -462,17 +462,6 @@ func (s *session) lockAfterCompaction(ctx workflow.Context, c core.Command, tick
 			return err
 		}
 	}
-}
-
-// holdable reports whether a command waits for a pending compaction (and
-// its turn among the commands that arrived before it); steering and
-// cancellation never wait.
-func holdable(c core.Command) bool {
-	switch c.(type) {
-	case core.Steer, core.CancelRun:
-		return false
-	}
-	return true
 }
 
 // dropTicket takes a command's ticket out of the queue.
@@ -516,7 +505,7 @@ const versionRefresh = "refresh-boundary"
 func (s *session) refresh(ctx workflow.Context) error {
 	s.flush(ctx)
 	st := s.drive.State()
-	if !st.Opened || st.Closed || st.HasWork() {
+	if !st.AtRefreshBoundary() {
 		return nil
 	}
 	var out RefreshOut
