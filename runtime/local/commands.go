@@ -41,7 +41,7 @@ func (h *Host) CreateSession(ctx context.Context, id string, cfg core.SessionCon
 	}
 	h.mu.Unlock()
 	s.mu.Lock()
-	_, err := h.admitAndCommit(s, core.OpenSession{AtMs: h.nowMs(), SessionID: id, Config: cfg, Instructions: instructions})
+	_, err := runtime.AdmitAndAppend(h.on(s), core.OpenSession{AtMs: h.nowMs(), SessionID: id, Config: cfg, Instructions: instructions})
 	s.mu.Unlock()
 	if registered && h.finishLoad(s, err) == nil {
 		h.release(s)
@@ -76,7 +76,7 @@ func (h *Host) Submit(ctx context.Context, sessionID string, cmd core.Command) (
 			return core.Admission{}, err
 		}
 	}
-	adm, err := h.admitAndCommit(s, cmd)
+	adm, err := runtime.AdmitAndAppend(h.on(s), cmd)
 	if err != nil {
 		return adm, err
 	}
@@ -97,7 +97,7 @@ func (h *Host) awaitCompaction(ctx context.Context, s *session, cmd core.Command
 	if !runtime.Holdable(cmd) {
 		return nil
 	}
-	h.flush(s) // an automatic compaction may be due
+	runtime.Flush(h.on(s)) // an automatic compaction may be due
 	if len(s.held) == 0 && s.drive.State().Compaction == nil {
 		return nil
 	}
@@ -106,7 +106,7 @@ func (h *Host) awaitCompaction(ctx context.Context, s *session, cmd core.Command
 	for {
 		wake := s.heldMoved
 		if s.held[0] == me {
-			h.flush(s)
+			runtime.Flush(h.on(s))
 			if s.drive.State().Compaction == nil {
 				s.leaveHeld(me)
 				return nil
@@ -153,7 +153,7 @@ func (s *session) leaveHeld(me *heldCommand) {
 // left alone: queued work runs on the context it was queued against.
 // The caller holds s.mu.
 func (h *Host) refresh(ctx context.Context, s *session) error {
-	h.flush(s)
+	runtime.Flush(h.on(s))
 	st := s.drive.State()
 	if !st.AtRefreshBoundary() {
 		return nil
@@ -163,7 +163,7 @@ func (h *Host) refresh(ctx context.Context, s *session) error {
 		return err
 	}
 	for _, cmd := range core.RefreshEdits(st, derived, h.nowMs()) {
-		if _, err := h.admitAndCommit(s, cmd); err != nil {
+		if _, err := runtime.AdmitAndAppend(h.on(s), cmd); err != nil {
 			return fmt.Errorf("admitting refreshed context: %w", err)
 		}
 	}

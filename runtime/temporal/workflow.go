@@ -119,35 +119,31 @@ func (s *session) historyLong(ctx workflow.Context) bool {
 
 func nowMs(ctx workflow.Context) int64 { return workflow.Now(ctx).UnixMilli() }
 
-// pump persists the core's own steps and dispatches the work it asks for.
-// The caller holds s.mu.
+// pump runs runtime.Pump on the session; a failed append is logged, and
+// the next command or result pumps again. The caller holds s.mu.
 func (s *session) pump(ctx workflow.Context) {
-	for {
-		in := s.drive.Next(nowMs(ctx))
-		switch in.Kind {
-		case core.IntentAppend:
-			if err := s.commit(ctx, in); err != nil {
-				workflow.GetLogger(ctx).Error("append failed", "session", s.args.SessionID, "error", err)
-				return
-			}
-		case core.IntentGenerate:
-			s.dispatchGenerate(ctx, *in.Generate)
-			return
-		case core.IntentInvokeTools:
-			for _, c := range in.Tools.Calls {
-				s.dispatchTool(ctx, in.Tools.RunID, in.Tools.Turn, c)
-			}
-			return
-		case core.IntentCompact:
-			s.dispatchCompact(ctx, *in.Compact)
-			return
-		case core.IntentTranscribe:
-			s.dispatchTranscribe(ctx, *in.Transcribe)
-			return
-		default:
-			return
-		}
+	if err := runtime.Pump(s.on(ctx)); err != nil {
+		workflow.GetLogger(ctx).Error("append failed", "session", s.args.SessionID, "error", err)
 	}
+}
+
+// sessionHost is the session as runtime's loop sees it, in one workflow
+// context. Its user holds s.mu.
+type sessionHost struct {
+	s   *session
+	ctx workflow.Context
+}
+
+func (s *session) on(ctx workflow.Context) sessionHost { return sessionHost{s: s, ctx: ctx} }
+
+func (x sessionHost) Drive() *core.Drive               { return x.s.drive }
+func (x sessionHost) NowMs() int64                     { return nowMs(x.ctx) }
+func (x sessionHost) Append(in core.Intent) error      { return x.s.commit(x.ctx, in) }
+func (x sessionHost) Generate(w core.GenerateWork)     { x.s.dispatchGenerate(x.ctx, w) }
+func (x sessionHost) Compact(w core.CompactWork)       { x.s.dispatchCompact(x.ctx, w) }
+func (x sessionHost) Transcribe(w core.TranscribeWork) { x.s.dispatchTranscribe(x.ctx, w) }
+func (x sessionHost) InvokeTool(runID string, turn int, call core.ToolCall) {
+	x.s.dispatchTool(x.ctx, runID, turn, call)
 }
 
 // commit appends one intent's proposals through the Append activity and
@@ -181,26 +177,6 @@ func (s *session) commit(ctx workflow.Context, in core.Intent) error {
 	s.dirty = true
 	s.cancelStale()
 	return nil
-}
-
-// flush commits steps the core proposed on its own before a command is admitted.
-func (s *session) flush(ctx workflow.Context) {
-	for {
-		in := s.drive.Next(nowMs(ctx))
-		if in.Kind != core.IntentAppend || s.commit(ctx, in) != nil {
-			return
-		}
-	}
-}
-
-// admitAndCommit admits a command and appends its proposals. The caller holds s.mu.
-func (s *session) admitAndCommit(ctx workflow.Context, cmd core.Command) (core.Admission, error) {
-	s.flush(ctx)
-	adm, err := s.drive.Admit(cmd)
-	if err != nil || len(adm.Proposals) == 0 {
-		return adm, err
-	}
-	return adm, s.commit(ctx, s.drive.Next(nowMs(ctx)))
 }
 
 // cancelStale cancels in-flight work the state no longer awaits, in
@@ -313,13 +289,13 @@ func (s *session) deliver(ctx workflow.Context, key string, cmd core.Command) {
 		return
 	}
 	cmd = runtime.AtTime(cmd, nowMs(ctx))
-	_, err := s.admitAndCommit(ctx, cmd)
+	_, err := runtime.AdmitAndAppend(s.on(ctx), cmd)
 	if neverAdmitted(err) && workflow.GetVersion(ctx, versionFailUnadmitted, workflow.DefaultVersion, 1) == 1 {
 		// Running the work again would only repeat it (a paid model call
 		// each time), so its run fails instead.
 		workflow.GetLogger(ctx).Error("result not admitted; failing its run", "session", s.args.SessionID, "work", key, "error", err)
 		if fail := runtime.Unadmitted(cmd, err); fail != nil {
-			if _, err := s.admitAndCommit(ctx, runtime.AtTime(fail, nowMs(ctx))); err != nil {
+			if _, err := runtime.AdmitAndAppend(s.on(ctx), runtime.AtTime(fail, nowMs(ctx))); err != nil {
 				workflow.GetLogger(ctx).Error("failing the run was not admitted either", "session", s.args.SessionID, "work", key, "error", err)
 			}
 		}
@@ -420,7 +396,7 @@ func (s *session) admitOnce(ctx workflow.Context, c core.Command) (SubmitResult,
 			return SubmitResult{}, err
 		}
 	}
-	adm, err := s.admitAndCommit(ctx, c)
+	adm, err := runtime.AdmitAndAppend(s.on(ctx), c)
 	if err != nil {
 		return SubmitResult{}, rejectionError(err)
 	}
@@ -452,7 +428,7 @@ func (s *session) lockAfterCompaction(ctx workflow.Context, c core.Command, tick
 		if !runtime.Holdable(c) {
 			return nil
 		}
-		s.flush(ctx) // an automatic compaction may be due
+		runtime.Flush(s.on(ctx)) // an automatic compaction may be due
 		if s.drive.State().Compaction == nil {
 			return nil
 		}
@@ -503,7 +479,7 @@ const versionRefresh = "refresh-boundary"
 // date before an idle session admits new run work; it never runs in front of
 // queued work. The caller holds s.mu.
 func (s *session) refresh(ctx workflow.Context) error {
-	s.flush(ctx)
+	runtime.Flush(s.on(ctx))
 	st := s.drive.State()
 	if !st.AtRefreshBoundary() {
 		return nil
@@ -520,7 +496,7 @@ func (s *session) refresh(ctx workflow.Context) error {
 		return err
 	}
 	for _, cmd := range core.RefreshEdits(st, out.Entries, nowMs(ctx)) {
-		if _, err := s.admitAndCommit(ctx, cmd); err != nil {
+		if _, err := runtime.AdmitAndAppend(s.on(ctx), cmd); err != nil {
 			return rejectionError(err)
 		}
 	}
