@@ -3,7 +3,6 @@ package local
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 
 	"github.com/cairn-agents/cairn/core"
@@ -147,27 +146,12 @@ func (s *session) leaveHeld(me *heldCommand) {
 	}
 }
 
-// refresh brings the material derived from the session's linked files
-// (instructions, skill catalog, agent menu) up to date before an idle
-// session admits new run work. A session with an active or queued run is
-// left alone: queued work runs on the context it was queued against.
-// The caller holds s.mu.
+// refresh is runtime.RefreshContext with the host's executor reading the
+// links. The caller holds s.mu.
 func (h *Host) refresh(ctx context.Context, s *session) error {
-	runtime.Flush(h.on(s))
-	st := s.drive.State()
-	if !st.AtRefreshBoundary() {
-		return nil
-	}
-	derived, err := h.opt.Executor.Refresh(ctx, st.Config.Links)
-	if err != nil {
-		return err
-	}
-	for _, cmd := range core.RefreshEdits(st, derived, h.nowMs()) {
-		if _, err := runtime.AdmitAndAppend(h.on(s), cmd); err != nil {
-			return fmt.Errorf("admitting refreshed context: %w", err)
-		}
-	}
-	return nil
+	return runtime.RefreshContext(h.on(s), func(links []core.Link) ([]core.EntryInput, error) {
+		return h.opt.Executor.Refresh(ctx, links)
+	})
 }
 
 // Inspect runs fn with the session's committed state under its lock. fn must

@@ -475,32 +475,30 @@ func (s *session) checkpoint(ctx workflow.Context, head int64) {
 // before new run work; histories from before it replay without the activity.
 const versionRefresh = "refresh-boundary"
 
-// refresh brings the material derived from the session's linked files up to
-// date before an idle session admits new run work; it never runs in front of
-// queued work. The caller holds s.mu.
+// refresh is runtime.RefreshContext with the links read by the Refresh
+// activity. The caller holds s.mu.
 func (s *session) refresh(ctx workflow.Context) error {
-	runtime.Flush(s.on(ctx))
-	st := s.drive.State()
-	if !st.AtRefreshBoundary() {
-		return nil
-	}
-	var out RefreshOut
-	refreshCtx := workflow.WithRetryPolicy(s.shortActivity(ctx), temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2, MaximumAttempts: 5})
-	err := workflow.ExecuteActivity(refreshCtx, "Refresh", RefreshIn{Universe: s.args.Universe, Links: st.Config.Links}).Get(ctx, &out)
-	if err != nil {
+	// The main loop is woken only when the boundary was reached, as before:
+	// waking it more often would change the commands a replay issues.
+	derived := false
+	err := runtime.RefreshContext(s.on(ctx), func(links []core.Link) ([]core.EntryInput, error) {
+		derived = true
+		var out RefreshOut
+		refreshCtx := workflow.WithRetryPolicy(s.shortActivity(ctx), temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2, MaximumAttempts: 5})
+		err := workflow.ExecuteActivity(refreshCtx, "Refresh", RefreshIn{Universe: s.args.Universe, Links: links}).Get(ctx, &out)
 		var appErr *temporal.ApplicationError
 		if errors.As(err, &appErr) && strings.HasPrefix(appErr.Type(), rejectionPrefix) {
 			// A link the universe no longer has: the caller's mistake, typed.
-			return temporal.NewNonRetryableApplicationError(appErr.Message(), appErr.Type(), nil)
+			return nil, temporal.NewNonRetryableApplicationError(appErr.Message(), appErr.Type(), nil)
 		}
-		return err
+		return out.Entries, err
+	})
+	if err != nil {
+		return rejectionError(err)
 	}
-	for _, cmd := range core.RefreshEdits(st, out.Entries, nowMs(ctx)) {
-		if _, err := runtime.AdmitAndAppend(s.on(ctx), cmd); err != nil {
-			return rejectionError(err)
-		}
+	if derived {
+		s.dirty = true
 	}
-	s.dirty = true
 	return nil
 }
 
