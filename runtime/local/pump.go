@@ -160,13 +160,11 @@ func (h *Host) admitResult(s *session, key string, cmd core.Command) {
 		return // cancelled after it finished
 	}
 	_, err := runtime.AdmitAndAppend(h.on(s), runtime.AtTime(cmd, h.nowMs()))
-	var rej *core.Rejection
-	refused := errors.As(err, &rej)
 	switch {
 	case err == nil:
-	case refused && rej.Kind == core.RejectStaleResult:
+	case runtime.ResultStale(err):
 		h.opt.Logger.Info("discarding stale result", "session", s.id, "work", key)
-	case !refused && f.admissions+1 < runtime.MaxResultAdmissions:
+	case !runtime.ResultRefused(err) && f.admissions+1 < runtime.MaxResultAdmissions:
 		if f.admissions == 0 {
 			h.opt.Logger.Warn("admitting result failed; retrying", "session", s.id, "work", key, "err", err)
 		}

@@ -365,16 +365,13 @@ func (s *session) submit(ctx workflow.Context, cmd Command) (SubmitResult, error
 }
 
 // neverAdmitted reports whether a result's admission failed for good: the
-// core refused it (not as stale), or the store lacks a blob it names. A
-// conflict is not: the state was rebuilt from the log, and the work runs
-// again on it; the append activity retries what may pass later itself.
+// core refused it (runtime.ResultRefused), or the store lacks a blob it
+// names. A conflict is not: the state was rebuilt from the log, and the
+// work runs again on it; the append activity retries what may pass later
+// itself.
 func neverAdmitted(err error) bool {
-	var rej *core.Rejection
-	if errors.As(err, &rej) {
-		return rej.Kind != core.RejectStaleResult
-	}
 	var appErr *temporal.ApplicationError
-	return errors.As(err, &appErr) && appErr.Type() == errMissingBlob
+	return runtime.ResultRefused(err) || errors.As(err, &appErr) && appErr.Type() == errMissingBlob
 }
 
 // versionFailUnadmitted marks workflow code that fails a run whose result
