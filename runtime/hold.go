@@ -16,3 +16,11 @@ func Holdable(cmd core.Command) bool {
 	}
 	return true
 }
+
+// CompactionHolds appends the core's own steps first, since an automatic
+// compaction may be due, and then reports whether a compaction is pending:
+// held commands wait until it is not.
+func CompactionHolds(h Host) bool {
+	Flush(h)
+	return h.Drive().State().Compaction != nil
+}

@@ -96,8 +96,7 @@ func (h *Host) awaitCompaction(ctx context.Context, s *session, cmd core.Command
 	if !runtime.Holdable(cmd) {
 		return nil
 	}
-	runtime.Flush(h.on(s)) // an automatic compaction may be due
-	if len(s.held) == 0 && s.drive.State().Compaction == nil {
+	if !runtime.CompactionHolds(h.on(s)) && len(s.held) == 0 {
 		return nil
 	}
 	me := &heldCommand{}
@@ -105,8 +104,7 @@ func (h *Host) awaitCompaction(ctx context.Context, s *session, cmd core.Command
 	for {
 		wake := s.heldMoved
 		if s.held[0] == me {
-			runtime.Flush(h.on(s))
-			if s.drive.State().Compaction == nil {
+			if !runtime.CompactionHolds(h.on(s)) {
 				s.leaveHeld(me)
 				return nil
 			}

@@ -425,8 +425,7 @@ func (s *session) lockAfterCompaction(ctx workflow.Context, c core.Command, tick
 		if !runtime.Holdable(c) {
 			return nil
 		}
-		runtime.Flush(s.on(ctx)) // an automatic compaction may be due
-		if s.drive.State().Compaction == nil {
+		if !runtime.CompactionHolds(s.on(ctx)) {
 			return nil
 		}
 		s.dirty = true // the main loop dispatches it
