@@ -35,10 +35,8 @@ func ForkSession(ctx context.Context, log store.SessionLog, cps store.Checkpoint
 	if !ok {
 		return core.Lifecycle{}, ErrNoCatalog
 	}
-	if req.SessionID == "" {
-		req.SessionID = newID("s_")
-	}
-	if err := ValidateSessionID(req.SessionID); err != nil {
+	var err error
+	if req.SessionID, err = SessionIDOrNew(req.SessionID, newID); err != nil {
 		return core.Lifecycle{}, err
 	}
 	life, err := cat.Fork(ctx, req)

@@ -16,6 +16,15 @@ func RandomID(prefix string) string {
 	return prefix + hex.EncodeToString(b[:])
 }
 
+// SessionIDOrNew is the id a new session (or fork) gets: id, or a fresh one
+// from newID when it is empty; an invalid id is refused.
+func SessionIDOrNew(id string, newID func(prefix string) string) (string, error) {
+	if id == "" {
+		id = newID("s_")
+	}
+	return id, ValidateSessionID(id)
+}
+
 // ValidateSessionID accepts 1–128 characters of [A-Za-z0-9._:-], so ids are
 // safe in URLs, workflow ids and file names.
 func ValidateSessionID(id string) error {

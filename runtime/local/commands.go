@@ -15,10 +15,8 @@ func (h *Host) CreateSession(ctx context.Context, id string, cfg core.SessionCon
 	if h.ctx.Err() != nil {
 		return "", ErrHostClosed
 	}
-	if id == "" {
-		id = h.opt.NewID("s_")
-	}
-	if err := runtime.ValidateSessionID(id); err != nil {
+	id, err := runtime.SessionIDOrNew(id, h.opt.NewID)
+	if err != nil {
 		return "", err
 	}
 	if _, err := h.opt.Log.Session(ctx, id); err == nil {
@@ -40,7 +38,7 @@ func (h *Host) CreateSession(ctx context.Context, id string, cfg core.SessionCon
 	}
 	h.mu.Unlock()
 	s.mu.Lock()
-	_, err := runtime.AdmitAndAppend(h.on(s), core.OpenSession{AtMs: h.nowMs(), SessionID: id, Config: cfg, Instructions: instructions})
+	_, err = runtime.AdmitAndAppend(h.on(s), core.OpenSession{AtMs: h.nowMs(), SessionID: id, Config: cfg, Instructions: instructions})
 	s.mu.Unlock()
 	if registered && h.finishLoad(s, err) == nil {
 		h.release(s)

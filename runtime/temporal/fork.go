@@ -19,8 +19,10 @@ import (
 // up to the fork point, then its own), starting from the checkpoint made
 // of at, the source's state at the fork point, when it is given.
 func (g *Gateway) ForkSession(ctx context.Context, req store.ForkRequest, at *core.State) (core.Lifecycle, error) {
-	if req.SessionID == "" {
-		req.SessionID = g.NewID("s_")
+	// The id is chosen here: the fork's workflow is started under it.
+	var err error
+	if req.SessionID, err = runtime.SessionIDOrNew(req.SessionID, g.NewID); err != nil {
+		return core.Lifecycle{}, err
 	}
 	life, err := runtime.ForkSession(ctx, g.store, g.store, g.store, req, at, g.NewID, slog.Default().With("universe", g.universe))
 	if err != nil {

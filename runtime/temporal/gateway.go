@@ -52,13 +52,11 @@ func (g *Gateway) NowMs() int64 { return time.Now().UnixMilli() }
 
 // CreateSession starts the session's workflow and opens the session in it.
 func (g *Gateway) CreateSession(ctx context.Context, id string, cfg core.SessionConfig, instructions *core.EntryInput) (string, error) {
-	if id == "" {
-		id = g.NewID("s_")
-	}
-	if err := runtime.ValidateSessionID(id); err != nil {
+	id, err := runtime.SessionIDOrNew(id, g.NewID)
+	if err != nil {
 		return "", err
 	}
-	_, err := g.update(ctx, id, core.OpenSession{AtMs: g.NowMs(), SessionID: id, Config: cfg, Instructions: instructions})
+	_, err = g.update(ctx, id, core.OpenSession{AtMs: g.NowMs(), SessionID: id, Config: cfg, Instructions: instructions})
 	return id, err
 }
 
