@@ -49,7 +49,9 @@
 //
 // and admits each command (a client's, or a finished piece of work's
 // result) with Drive.Admit, which turns the accepted proposals into the
-// next IntentAppend.
+// next IntentAppend. Both of Cairn's hosts run this loop through one copy
+// of it, runtime.Pump, runtime.Flush and runtime.AdmitAndAppend, and keep
+// only their own I/O and scheduling.
 //
 // # What a host must do with each intent
 //

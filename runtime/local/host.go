@@ -1,5 +1,7 @@
 // Package local is the embedded host: it drives every session with work
-// in-process, through the same core and executors as the Temporal host.
+// in-process, through the same core, loop (runtime.Pump) and executors as
+// the Temporal host. What is its own: goroutines, locks, retry timers and
+// which sessions it keeps in memory.
 package local
 
 import (
