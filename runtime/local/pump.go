@@ -62,11 +62,11 @@ func (h *Host) dispatchGenerate(s *session, w core.GenerateWork) {
 // holds s.mu.
 func launch[T core.Command](h *Host, s *session, work core.Work, run func(context.Context) (T, error), failed func(error) T) {
 	key := work.Key()
-	if s.inflight[key] != nil || h.ctx.Err() != nil {
+	if s.inflight.Get(key) != nil || h.ctx.Err() != nil {
 		return // in flight already, or the host is closing
 	}
 	ctx, cancel := context.WithCancel(h.ctx)
-	s.inflight[key] = &flight{Work: work, cancel: cancel}
+	s.inflight.Add(work, cancel)
 	h.work.Add(1)
 	go func() {
 		defer h.work.Done()
@@ -155,7 +155,7 @@ func (h *Host) deliver(s *session, key string, cmd core.Command) {
 
 // admitResult is deliver with s.mu held.
 func (h *Host) admitResult(s *session, key string, cmd core.Command) {
-	f := s.inflight[key]
+	f := s.inflight.Get(key)
 	if f == nil {
 		return // cancelled after it finished
 	}
@@ -164,19 +164,19 @@ func (h *Host) admitResult(s *session, key string, cmd core.Command) {
 	case err == nil:
 	case runtime.ResultStale(err):
 		h.opt.Logger.Info("discarding stale result", "session", s.id, "work", key)
-	case !runtime.ResultRefused(err) && f.admissions+1 < runtime.MaxResultAdmissions:
-		if f.admissions == 0 {
+	case !runtime.ResultRefused(err) && f.Admissions+1 < runtime.MaxResultAdmissions:
+		if f.Admissions == 0 {
 			h.opt.Logger.Warn("admitting result failed; retrying", "session", s.id, "work", key, "err", err)
 		}
-		f.admissions++
-		h.retryLater(s, f.admissions, func() { h.admitResult(s, key, cmd) })
+		f.Admissions++
+		h.retryLater(s, f.Admissions, func() { h.admitResult(s, key, cmd) })
 		return
 	default:
-		h.opt.Logger.Error("result not admitted; failing its run", "session", s.id, "work", key, "attempts", f.admissions+1, "err", err)
+		h.opt.Logger.Error("result not admitted; failing its run", "session", s.id, "work", key, "attempts", f.Admissions+1, "err", err)
 		h.admitFailure(s, key, runtime.Unadmitted(cmd, err), 1)
 		return
 	}
-	delete(s.inflight, key)
+	s.inflight.Remove(key)
 	h.pump(s)
 }
 
@@ -185,7 +185,7 @@ func (h *Host) admitResult(s *session, key string, cmd core.Command) {
 // again, ever more slowly, never by running the work again.
 // The caller holds s.mu.
 func (h *Host) admitFailure(s *session, key string, fail core.Command, attempt int) {
-	if s.inflight[key] == nil {
+	if s.inflight.Get(key) == nil {
 		return // cancelled meanwhile
 	}
 	_, err := runtime.AdmitAndAppend(h.on(s), runtime.AtTime(fail, h.nowMs()))
@@ -197,7 +197,7 @@ func (h *Host) admitFailure(s *session, key string, fail core.Command, attempt i
 	if err != nil {
 		h.opt.Logger.Error("failing the run refused", "session", s.id, "work", key, "err", err)
 	}
-	delete(s.inflight, key)
+	s.inflight.Remove(key)
 	h.pump(s)
 }
 

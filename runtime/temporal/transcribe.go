@@ -20,11 +20,11 @@ import (
 func (s *session) dispatchTranscribe(ctx workflow.Context, w core.TranscribeWork) {
 	work := core.Work{RunID: w.RunID, Transcription: true}
 	key := work.Key()
-	if s.inflight.has(key) {
+	if s.inflight.Get(key) != nil {
 		return
 	}
 	actCtx, cancel := workflow.WithCancel(s.longActivity(ctx, 5))
-	s.inflight.add(key, flight{Work: work, cancel: cancel})
+	s.inflight.Add(work, cancel)
 	in := TranscribeIn{Universe: s.args.Universe, SessionID: s.args.SessionID, Head: s.drive.State().Head, RunID: w.RunID}
 	workflow.Go(ctx, func(gctx workflow.Context) {
 		var res core.TranscriptionResult

@@ -25,7 +25,7 @@ type session struct {
 	args     SessionArgs
 	drive    *core.Drive
 	mu       workflow.Mutex
-	inflight *flights
+	inflight *runtime.InFlight
 	dirty    bool
 	// checkpointed is the head of the last checkpoint this run wrote;
 	// checkpointing is set while one is being written.
@@ -40,7 +40,7 @@ type session struct {
 // SessionWorkflow drives one session until it closes, continuing as new when
 // idle with a long history.
 func SessionWorkflow(ctx workflow.Context, args SessionArgs) error {
-	s := &session{args: args, mu: workflow.NewMutex(ctx), inflight: newFlights()}
+	s := &session{args: args, mu: workflow.NewMutex(ctx), inflight: runtime.NewInFlight()}
 	// Handlers first: an update that arrives with the first workflow task
 	// must find its handler; it waits there until the state is loaded.
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, s.status); err != nil {
@@ -58,7 +58,7 @@ func SessionWorkflow(ctx workflow.Context, args SessionArgs) error {
 			return err
 		}
 		s.pump(ctx)
-		closed := s.drive.State().Closed && s.inflight.len() == 0
+		closed := s.drive.State().Closed && s.inflight.Len() == 0
 		due, head := runtime.CheckpointDue(s.drive.State(), s.checkpointed), s.drive.State().Head
 		s.mu.Unlock()
 		if due && !s.checkpointing && workflow.GetVersion(ctx, versionCheckpoint, workflow.DefaultVersion, 1) == 1 {
@@ -105,7 +105,7 @@ func (s *session) rehydrate(ctx workflow.Context) error {
 
 func (s *session) idle() bool {
 	st := s.drive.State()
-	return s.inflight.len() == 0 && !st.HasWork()
+	return s.inflight.Len() == 0 && !st.HasWork()
 }
 
 func (s *session) historyLong(ctx workflow.Context) bool {
@@ -175,24 +175,18 @@ func (s *session) commit(ctx workflow.Context, in core.Intent) error {
 		return err
 	}
 	s.dirty = true
-	s.cancelStale()
+	s.inflight.CancelStale(s.drive.State())
 	return nil
-}
-
-// cancelStale cancels in-flight work the state no longer awaits, in
-// dispatch order (history records the cancellations in that order).
-func (s *session) cancelStale() {
-	s.inflight.cancelUnless(s.drive.State().Awaits)
 }
 
 func (s *session) dispatchGenerate(ctx workflow.Context, w core.GenerateWork) {
 	work := core.Work{RunID: w.RunID, Turn: w.Turn}
 	key := work.Key()
-	if s.inflight.has(key) {
+	if s.inflight.Get(key) != nil {
 		return
 	}
 	actCtx, cancel := workflow.WithCancel(s.longActivity(ctx, 5))
-	s.inflight.add(key, flight{Work: work, cancel: cancel})
+	s.inflight.Add(work, cancel)
 	in := GenerateIn{Universe: s.args.Universe, SessionID: s.args.SessionID, Head: s.drive.State().Head,
 		RunID: w.RunID, Turn: w.Turn, Fingerprint: w.Fingerprint}
 	workflow.Go(ctx, func(gctx workflow.Context) {
@@ -243,11 +237,11 @@ func retryableProviderMessage(err error) (string, bool) {
 func (s *session) dispatchCompact(ctx workflow.Context, w core.CompactWork) {
 	work := core.Work{CompactionID: w.CompactionID}
 	key := work.Key()
-	if s.inflight.has(key) {
+	if s.inflight.Get(key) != nil {
 		return
 	}
 	actCtx, cancel := workflow.WithCancel(s.longActivity(ctx, 5))
-	s.inflight.add(key, flight{Work: work, cancel: cancel})
+	s.inflight.Add(work, cancel)
 	in := CompactIn{Universe: s.args.Universe, SessionID: s.args.SessionID, Head: s.drive.State().Head,
 		CompactionID: w.CompactionID, ContextRevision: w.ContextRevision}
 	workflow.Go(ctx, func(gctx workflow.Context) {
@@ -262,11 +256,11 @@ func (s *session) dispatchCompact(ctx workflow.Context, w core.CompactWork) {
 func (s *session) dispatchTool(ctx workflow.Context, runID string, turn int, call core.ToolCall) {
 	work := core.Work{RunID: runID, Turn: turn, CallID: call.CallID}
 	key := work.Key()
-	if s.inflight.has(key) {
+	if s.inflight.Get(key) != nil {
 		return
 	}
 	actCtx, cancel := workflow.WithCancel(s.longActivity(ctx, 3))
-	s.inflight.add(key, flight{Work: work, cancel: cancel})
+	s.inflight.Add(work, cancel)
 	in := ToolIn{Universe: s.args.Universe, SessionID: s.args.SessionID, RunID: runID, Turn: turn, Call: call,
 		Links: s.drive.State().Config.Links}
 	workflow.Go(ctx, func(gctx workflow.Context) {
@@ -285,7 +279,7 @@ func (s *session) deliver(ctx workflow.Context, key string, cmd core.Command) {
 		return
 	}
 	defer s.mu.Unlock()
-	if !s.inflight.remove(key) {
+	if !s.inflight.Remove(key) {
 		return
 	}
 	cmd = runtime.AtTime(cmd, nowMs(ctx))
