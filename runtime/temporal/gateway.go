@@ -150,13 +150,8 @@ func (g *Gateway) storedStatus(ctx context.Context, sessionID string) (Status, e
 	if err != nil {
 		return Status{}, err
 	}
-	out := Status{SessionID: st.SessionID, Closed: st.Closed, Model: st.Config.Model, Tools: st.Config.Tools,
-		ContextRevision: st.Revision, Head: st.Head, ActiveRun: st.Active, Queued: append([]string{}, st.Queue...), AsOfSeq: st.Head}
-	if p := st.Compaction; p != nil {
-		c := *p
-		c.EntryIDs = nil
-		out.Compaction = &c
-	}
+	out := statusOf(st)
+	out.AsOfSeq = st.Head
 	return out, nil
 }
 

@@ -507,15 +507,7 @@ func (s *session) status() (Status, error) {
 	if s.drive == nil {
 		return Status{}, errors.New("session state is still loading")
 	}
-	st := s.drive.State()
-	out := Status{SessionID: st.SessionID, Closed: st.Closed, Model: st.Config.Model, Tools: st.Config.Tools,
-		ContextRevision: st.Revision, Head: st.Head, ActiveRun: st.Active, Queued: append([]string{}, st.Queue...)}
-	if p := st.Compaction; p != nil {
-		c := *p
-		c.EntryIDs = nil
-		out.Compaction = &c
-	}
-	return out, nil
+	return statusOf(s.drive.State()), nil
 }
 
 // appendActivity runs Append as a local activity: in the worker that runs
