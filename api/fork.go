@@ -10,7 +10,6 @@ import (
 
 	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/runtime"
-	"github.com/cairn-agents/cairn/runtime/local"
 	"github.com/cairn-agents/cairn/store"
 )
 
@@ -297,7 +296,7 @@ func catalogError(err error) error {
 	var nc *store.NotClosedError
 	var hf *store.HasForksError
 	switch {
-	case errors.Is(err, local.ErrNoCatalog):
+	case errors.Is(err, runtime.ErrNoCatalog):
 		return unsupported(err.Error())
 	case errors.Is(err, store.ErrForkTooDeep):
 		return newError(CodeDomain, KindForkTooDeep, err.Error())

@@ -20,6 +20,14 @@ func RefreshManaged(key string) bool {
 	return strings.HasPrefix(key, DerivedInstructionKeyPrefix) || key == SkillCatalogKey || key == AgentMenuKey
 }
 
+// AtRefreshBoundary reports whether the session is where the spec puts the
+// refresh of linked-file material: open, with no run active or queued, about
+// to admit new run work. Queued work runs on the context it was queued
+// against, so a session with work is never refreshed in front of it.
+func (s *State) AtRefreshBoundary() bool {
+	return s.Opened && !s.Closed && !s.HasWork()
+}
+
 // RefreshEdits compares what a refresh derived from the linked files with the
 // active context and returns the commands that bring the context in line: an
 // append of every derived entry whose content changed (a changed catalog goes

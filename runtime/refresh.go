@@ -14,6 +14,31 @@ import (
 	"github.com/cairn-agents/cairn/vfs"
 )
 
+// RefreshContext brings the material derived from the session's linked
+// files (instructions, skill catalog, agent menu) up to date before it
+// admits new run work, and only at the refresh boundary
+// (core.State.AtRefreshBoundary): queued work runs on the context it was
+// queued against. derive reads the links wherever the host does its I/O
+// (Executor.Refresh, or an activity). Only what changed is admitted, so an
+// idle refresh appends nothing and the next request keeps its prefix.
+func RefreshContext(h Host, derive func(links []core.Link) ([]core.EntryInput, error)) error {
+	Flush(h)
+	st := h.Drive().State()
+	if !st.AtRefreshBoundary() {
+		return nil
+	}
+	derived, err := derive(st.Config.Links)
+	if err != nil {
+		return err
+	}
+	for _, cmd := range core.RefreshEdits(st, derived, h.NowMs()) {
+		if _, err := AdmitAndAppend(h, cmd); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Refresh derives the context material of a session's linked files as they
 // are now: per link, the instructions assembled from its prompt files (with
 // the assembly report as provenance); across links, the skill catalog and the

@@ -1,7 +1,10 @@
-// Package runtime holds the effect executors every host shares: they load
-// bytes from CAS, call a provider adapter or a tool, write what comes back to
-// CAS and return facts and refs as core commands. Hosts (runtime/local,
-// runtime/temporal) decide when to run them; executors decide nothing.
+// Package runtime holds what every host shares: the effect executors, which
+// load bytes from CAS, call a provider adapter or a tool, write what comes
+// back to CAS and return facts and refs as core commands, and the decisions
+// both hosts make the same way about driving a session (the loop, failure
+// results, fork and delete, loading state). Hosts (runtime/local,
+// runtime/temporal) keep their I/O and scheduling: when work runs, where,
+// and how it is retried.
 package runtime
 
 import (
@@ -10,9 +13,18 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/provider"
 	"github.com/cairn-agents/cairn/vfs"
 )
+
+// FailedToolCall is the result of a tool call that failed at the runtime
+// boundary (not a tool's own error): the constant "tool failed" the model
+// sees.
+func FailedToolCall(runID string, turn int, call core.ToolCall) core.ToolResult {
+	return core.ToolResult{RunID: runID, Turn: turn, CallID: call.CallID, Status: core.CallFailed,
+		Result: core.EntryInput{Content: core.ToolFailedRef, TokenEstimate: provider.Estimate(core.ToolFailedBytes), Preview: "tool failed"}}
+}
 
 // Tool is a model-facing tool.
 type Tool interface {

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/cairn-agents/cairn/core"
@@ -10,6 +11,23 @@ import (
 // before it gives up on it (see Unadmitted): a result that cannot be stored
 // must never be retried forever, nor its work be run again.
 const MaxResultAdmissions = 5
+
+// ResultStale reports whether a result was rejected as stale: the state
+// stopped waiting for it (its run was cancelled, its compaction ended), so
+// the host drops it.
+func ResultStale(err error) bool {
+	var rej *core.Rejection
+	return errors.As(err, &rej) && rej.Kind == core.RejectStaleResult
+}
+
+// ResultRefused reports whether the core refused a result for good (any
+// rejection but stale_result). Admitting it again cannot help, and running
+// its work again would only repeat it (a paid model call each time), so the
+// host admits Unadmitted in its place at once.
+func ResultRefused(err error) bool {
+	var rej *core.Rejection
+	return errors.As(err, &rej) && rej.Kind != core.RejectStaleResult
+}
 
 // Unadmitted is the command a host admits instead of a result it could not
 // admit: the result's run fails (a compaction fails), with a typed failure

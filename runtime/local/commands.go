@@ -3,7 +3,6 @@ package local
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 
 	"github.com/cairn-agents/cairn/core"
@@ -16,14 +15,12 @@ func (h *Host) CreateSession(ctx context.Context, id string, cfg core.SessionCon
 	if h.ctx.Err() != nil {
 		return "", ErrHostClosed
 	}
-	if id == "" {
-		id = h.opt.NewID("s_")
-	}
-	if err := ValidateSessionID(id); err != nil {
+	id, err := runtime.SessionIDOrNew(id, h.opt.NewID)
+	if err != nil {
 		return "", err
 	}
 	if _, err := h.opt.Log.Session(ctx, id); err == nil {
-		return "", &core.Rejection{Kind: core.RejectSessionExists, Message: fmt.Sprintf("session %s already exists", id)}
+		return "", runtime.SessionExists(id)
 	} else if !errors.Is(err, store.ErrSessionNotFound) {
 		return "", err
 	}
@@ -41,22 +38,19 @@ func (h *Host) CreateSession(ctx context.Context, id string, cfg core.SessionCon
 	}
 	h.mu.Unlock()
 	s.mu.Lock()
-	_, err := h.admitAndCommit(s, core.OpenSession{AtMs: h.nowMs(), SessionID: id, Config: cfg, Instructions: instructions})
+	_, err = runtime.AdmitAndAppend(h.on(s), core.OpenSession{AtMs: h.nowMs(), SessionID: id, Config: cfg, Instructions: instructions})
 	s.mu.Unlock()
 	if registered && h.finishLoad(s, err) == nil {
 		h.release(s)
 	}
 	if err != nil {
 		if errors.Is(err, store.ErrHeadConflict) {
-			return "", &core.Rejection{Kind: core.RejectSessionExists, Message: fmt.Sprintf("session %s already exists", id)}
+			return "", runtime.SessionExists(id)
 		}
 		return "", err
 	}
 	return id, nil
 }
-
-// ValidateSessionID is runtime.ValidateSessionID.
-func ValidateSessionID(id string) error { return runtime.ValidateSessionID(id) }
 
 // Submit admits a command for a session and persists its events before it
 // returns; the session's work then proceeds in the background.
@@ -79,7 +73,7 @@ func (h *Host) Submit(ctx context.Context, sessionID string, cmd core.Command) (
 			return core.Admission{}, err
 		}
 	}
-	adm, err := h.admitAndCommit(s, cmd)
+	adm, err := runtime.AdmitAndAppend(h.on(s), cmd)
 	if err != nil {
 		return adm, err
 	}
@@ -97,12 +91,10 @@ func (h *Host) Submit(ctx context.Context, sessionID string, cmd core.Command) (
 // never wait. The caller holds s.mu; it is released while waiting, and the
 // command leaves the queue before the caller admits it under that same lock.
 func (h *Host) awaitCompaction(ctx context.Context, s *session, cmd core.Command) error {
-	switch cmd.(type) {
-	case core.Steer, core.CancelRun, core.GenerationResult, core.ToolResult, core.CompactionResult:
+	if !runtime.Holdable(cmd) {
 		return nil
 	}
-	h.flush(s) // an automatic compaction may be due
-	if len(s.held) == 0 && s.drive.State().Compaction == nil {
+	if !runtime.CompactionHolds(h.on(s)) && len(s.held) == 0 {
 		return nil
 	}
 	me := &heldCommand{}
@@ -110,8 +102,7 @@ func (h *Host) awaitCompaction(ctx context.Context, s *session, cmd core.Command
 	for {
 		wake := s.heldMoved
 		if s.held[0] == me {
-			h.flush(s)
-			if s.drive.State().Compaction == nil {
+			if !runtime.CompactionHolds(h.on(s)) {
 				s.leaveHeld(me)
 				return nil
 			}
@@ -151,27 +142,12 @@ func (s *session) leaveHeld(me *heldCommand) {
 	}
 }
 
-// refresh brings the material derived from the session's linked files
-// (instructions, skill catalog, agent menu) up to date before an idle
-// session admits new run work. A session with an active or queued run is
-// left alone: queued work runs on the context it was queued against.
-// The caller holds s.mu.
+// refresh is runtime.RefreshContext with the host's executor reading the
+// links. The caller holds s.mu.
 func (h *Host) refresh(ctx context.Context, s *session) error {
-	h.flush(s)
-	st := s.drive.State()
-	if !st.Opened || st.Closed || st.HasWork() {
-		return nil
-	}
-	derived, err := h.opt.Executor.Refresh(ctx, st.Config.Links)
-	if err != nil {
-		return err
-	}
-	for _, cmd := range core.RefreshEdits(st, derived, h.nowMs()) {
-		if _, err := h.admitAndCommit(s, cmd); err != nil {
-			return fmt.Errorf("admitting refreshed context: %w", err)
-		}
-	}
-	return nil
+	return runtime.RefreshContext(h.on(s), func(links []core.Link) ([]core.EntryInput, error) {
+		return h.opt.Executor.Refresh(ctx, links)
+	})
 }
 
 // Inspect runs fn with the session's committed state under its lock. fn must

@@ -132,7 +132,7 @@ func (h *Host) sweep() int {
 // evictable reports whether a session is quiet and idle. The caller holds
 // s.mu.
 func evictable(s *session) bool {
-	return s.drive != nil && len(s.inflight) == 0 && runtime.Idle(s.drive.State())
+	return s.drive != nil && s.inflight.Len() == 0 && runtime.Idle(s.drive.State())
 }
 
 // evict drops a session if it is still evictable and unused since the

@@ -2,62 +2,22 @@ package local
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
-	"github.com/cairn-agents/cairn/blob"
 	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/runtime"
 	"github.com/cairn-agents/cairn/store"
 )
 
-// ErrNoCatalog is returned by ForkSession and DeleteSession when the host's
-// log cannot fork or delete sessions (it does not implement store.Catalog).
-var ErrNoCatalog = errors.New("this store cannot fork or delete sessions")
-
-// ForkSession creates a history fork: req.SessionID (empty: a fresh id)
-// inherits req.Source's events 1..req.AtSeq, read through the source. at,
-// when set, is the source's state at the fork point; it is recorded as the
-// fork's first checkpoint (under the fork's id), so loading the fork costs
-// the same whatever the source's length. After this the fork is an
-// ordinary session: it is loaded from its log on first use.
+// ForkSession creates a history fork (runtime.ForkSession): req.SessionID
+// (empty: a fresh id) inherits req.Source's events 1..req.AtSeq. at, when
+// set, is the source's state at the fork point, recorded as the fork's
+// first checkpoint. The fork is then an ordinary session: it is loaded
+// from its log on first use.
 func (h *Host) ForkSession(ctx context.Context, req store.ForkRequest, at *core.State) (core.Lifecycle, error) {
 	if h.ctx.Err() != nil {
 		return core.Lifecycle{}, ErrHostClosed
 	}
-	cat, ok := h.opt.Log.(store.Catalog)
-	if !ok {
-		return core.Lifecycle{}, ErrNoCatalog
-	}
-	if req.SessionID == "" {
-		req.SessionID = h.opt.NewID("s_")
-	}
-	if err := ValidateSessionID(req.SessionID); err != nil {
-		return core.Lifecycle{}, err
-	}
-	life, err := cat.Fork(ctx, req)
-	if errors.Is(err, store.ErrSessionExists) {
-		return core.Lifecycle{}, &core.Rejection{Kind: core.RejectSessionExists, Message: fmt.Sprintf("session %s already exists", req.SessionID)}
-	}
-	if err != nil {
-		return core.Lifecycle{}, err
-	}
-	if err := ForkCheckpoint(ctx, h.opt.Checkpoints, h.opt.Blobs, req, at); err != nil {
-		// The log is authoritative: the fork loads by replay instead.
-		h.opt.Logger.Warn("writing a fork's first checkpoint failed", "session", req.SessionID, "err", err)
-	}
-	return life, nil
-}
-
-// ForkCheckpoint records at, the source's state at the fork point, as the
-// fork's checkpoint at req.AtSeq. It does nothing without a checkpoint
-// store or a state, or for a state at another seq.
-func ForkCheckpoint(ctx context.Context, cps store.Checkpoints, blobs blob.Store, req store.ForkRequest, at *core.State) error {
-	if cps == nil || at == nil || at.Head != req.AtSeq {
-		return nil
-	}
-	at.SessionID = req.SessionID
-	return runtime.WriteCheckpoint(ctx, cps, blobs, at)
+	return runtime.ForkSession(ctx, h.opt.Log, h.opt.Checkpoints, h.opt.Blobs, req, at, h.opt.NewID, h.opt.Logger)
 }
 
 // DeleteSession deletes a closed session (with cascade, the closed tree of
@@ -67,11 +27,7 @@ func (h *Host) DeleteSession(ctx context.Context, sessionID string, cascade bool
 	if h.ctx.Err() != nil {
 		return nil, ErrHostClosed
 	}
-	cat, ok := h.opt.Log.(store.Catalog)
-	if !ok {
-		return nil, ErrNoCatalog
-	}
-	ids, err := cat.DeleteSession(ctx, sessionID, cascade)
+	ids, err := runtime.DeleteSession(ctx, h.opt.Log, sessionID, cascade)
 	if err != nil {
 		return nil, err
 	}

@@ -1,11 +1,11 @@
 // Package local is the embedded host: it drives every session with work
-// in-process, through the same core and executors as the Temporal host.
+// in-process, through the same core, loop (runtime.Pump) and executors as
+// the Temporal host. What is its own: goroutines, locks, retry timers and
+// which sessions it keeps in memory.
 package local
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -71,7 +71,7 @@ func New(opt Options) *Host {
 		opt.Now = time.Now
 	}
 	if opt.NewID == nil {
-		opt.NewID = RandomID
+		opt.NewID = runtime.RandomID
 	}
 	if opt.Retry.MaxAttempts <= 0 {
 		opt.Retry.MaxAttempts = 5
@@ -90,13 +90,6 @@ func New(opt Options) *Host {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Host{opt: opt, ctx: ctx, cancel: cancel, sessions: map[string]*session{}, kick: make(chan struct{}, 1)}
-}
-
-// RandomID returns prefix + 16 random hex digits.
-func RandomID(prefix string) string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return prefix + hex.EncodeToString(b[:])
 }
 
 // Start stores the constant blobs, resumes every session whose last run is

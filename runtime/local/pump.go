@@ -10,37 +10,35 @@ import (
 	"github.com/cairn-agents/cairn/runtime"
 )
 
-// pump persists every step the core takes on its own and dispatches the work
-// it asks for, until the session waits for a result or a command.
-// The caller holds s.mu.
+// pump runs runtime.Pump on the session; a failed append is retried in a
+// second. The caller holds s.mu.
 func (h *Host) pump(s *session) {
-	for h.ctx.Err() == nil {
-		in := s.drive.Next(h.nowMs())
-		switch in.Kind {
-		case core.IntentAppend:
-			if err := h.commit(s, in); err != nil {
-				h.opt.Logger.Error("appending session events failed; retrying", "session", s.id, "err", err)
-				h.retryPumpLater(s)
-				return
-			}
-		case core.IntentGenerate:
-			h.dispatchGenerate(s, *in.Generate)
-			return
-		case core.IntentInvokeTools:
-			for _, c := range in.Tools.Calls {
-				h.dispatchTool(s, in.Tools.RunID, in.Tools.Turn, c)
-			}
-			return
-		case core.IntentCompact:
-			h.dispatchCompact(s, *in.Compact)
-			return
-		case core.IntentTranscribe:
-			h.dispatchTranscribe(s, *in.Transcribe)
-			return
-		default:
-			return
-		}
+	if h.ctx.Err() != nil {
+		return
 	}
+	if err := runtime.Pump(h.on(s)); err != nil && h.ctx.Err() == nil {
+		h.opt.Logger.Error("appending session events failed; retrying", "session", s.id, "err", err)
+		h.retryPumpLater(s)
+	}
+}
+
+// sessionHost is a loaded session as runtime's loop sees it. Its user
+// holds s.mu.
+type sessionHost struct {
+	h *Host
+	s *session
+}
+
+func (h *Host) on(s *session) sessionHost { return sessionHost{h: h, s: s} }
+
+func (x sessionHost) Drive() *core.Drive               { return x.s.drive }
+func (x sessionHost) NowMs() int64                     { return x.h.nowMs() }
+func (x sessionHost) Append(in core.Intent) error      { return x.h.commit(x.s, in) }
+func (x sessionHost) Generate(w core.GenerateWork)     { x.h.dispatchGenerate(x.s, w) }
+func (x sessionHost) Compact(w core.CompactWork)       { x.h.dispatchCompact(x.s, w) }
+func (x sessionHost) Transcribe(w core.TranscribeWork) { x.h.dispatchTranscribe(x.s, w) }
+func (x sessionHost) InvokeTool(runID string, turn int, call core.ToolCall) {
+	x.h.dispatchTool(x.s, runID, turn, call)
 }
 
 // retryPumpLater pumps the session again in a second.
@@ -64,11 +62,11 @@ func (h *Host) dispatchGenerate(s *session, w core.GenerateWork) {
 // holds s.mu.
 func launch[T core.Command](h *Host, s *session, work core.Work, run func(context.Context) (T, error), failed func(error) T) {
 	key := work.Key()
-	if s.inflight[key] != nil {
-		return
+	if s.inflight.Get(key) != nil || h.ctx.Err() != nil {
+		return // in flight already, or the host is closing
 	}
 	ctx, cancel := context.WithCancel(h.ctx)
-	s.inflight[key] = &flight{Work: work, cancel: cancel}
+	s.inflight.Add(work, cancel)
 	h.work.Add(1)
 	go func() {
 		defer h.work.Done()
@@ -140,8 +138,7 @@ func (h *Host) dispatchTool(s *session, runID string, turn int, call core.ToolCa
 		return h.opt.Executor.InvokeTool(ctx, sess, runID, turn, call)
 	}, func(err error) core.ToolResult {
 		h.opt.Logger.Error("tool call failed at the runtime boundary", "session", s.id, "call", call.CallID, "err", err)
-		return core.ToolResult{RunID: runID, Turn: turn, CallID: call.CallID, Status: core.CallFailed,
-			Result: core.EntryInput{Content: core.ToolFailedRef, TokenEstimate: provider.Estimate(core.ToolFailedBytes), Preview: "tool failed"}}
+		return runtime.FailedToolCall(runID, turn, call)
 	})
 }
 
@@ -158,30 +155,28 @@ func (h *Host) deliver(s *session, key string, cmd core.Command) {
 
 // admitResult is deliver with s.mu held.
 func (h *Host) admitResult(s *session, key string, cmd core.Command) {
-	f := s.inflight[key]
+	f := s.inflight.Get(key)
 	if f == nil {
 		return // cancelled after it finished
 	}
-	_, err := h.admitAndCommit(s, runtime.AtTime(cmd, h.nowMs()))
-	var rej *core.Rejection
-	refused := errors.As(err, &rej)
+	_, err := runtime.AdmitAndAppend(h.on(s), runtime.AtTime(cmd, h.nowMs()))
 	switch {
 	case err == nil:
-	case refused && rej.Kind == core.RejectStaleResult:
+	case runtime.ResultStale(err):
 		h.opt.Logger.Info("discarding stale result", "session", s.id, "work", key)
-	case !refused && f.admissions+1 < runtime.MaxResultAdmissions:
-		if f.admissions == 0 {
+	case !runtime.ResultRefused(err) && f.Admissions+1 < runtime.MaxResultAdmissions:
+		if f.Admissions == 0 {
 			h.opt.Logger.Warn("admitting result failed; retrying", "session", s.id, "work", key, "err", err)
 		}
-		f.admissions++
-		h.retryLater(s, f.admissions, func() { h.admitResult(s, key, cmd) })
+		f.Admissions++
+		h.retryLater(s, f.Admissions, func() { h.admitResult(s, key, cmd) })
 		return
 	default:
-		h.opt.Logger.Error("result not admitted; failing its run", "session", s.id, "work", key, "attempts", f.admissions+1, "err", err)
+		h.opt.Logger.Error("result not admitted; failing its run", "session", s.id, "work", key, "attempts", f.Admissions+1, "err", err)
 		h.admitFailure(s, key, runtime.Unadmitted(cmd, err), 1)
 		return
 	}
-	delete(s.inflight, key)
+	s.inflight.Remove(key)
 	h.pump(s)
 }
 
@@ -190,10 +185,10 @@ func (h *Host) admitResult(s *session, key string, cmd core.Command) {
 // again, ever more slowly, never by running the work again.
 // The caller holds s.mu.
 func (h *Host) admitFailure(s *session, key string, fail core.Command, attempt int) {
-	if s.inflight[key] == nil {
+	if s.inflight.Get(key) == nil {
 		return // cancelled meanwhile
 	}
-	_, err := h.admitAndCommit(s, runtime.AtTime(fail, h.nowMs()))
+	_, err := runtime.AdmitAndAppend(h.on(s), runtime.AtTime(fail, h.nowMs()))
 	var rej *core.Rejection
 	if err != nil && !errors.As(err, &rej) {
 		h.retryLater(s, attempt, func() { h.admitFailure(s, key, fail, attempt+1) })
@@ -202,7 +197,7 @@ func (h *Host) admitFailure(s *session, key string, fail core.Command, attempt i
 	if err != nil {
 		h.opt.Logger.Error("failing the run refused", "session", s.id, "work", key, "err", err)
 	}
-	delete(s.inflight, key)
+	s.inflight.Remove(key)
 	h.pump(s)
 }
 
@@ -230,36 +225,4 @@ func (h *Host) later(s *session, wait time.Duration, fn func()) {
 			s.mu.Unlock()
 		}
 	}()
-}
-
-// admitAndCommit admits a command and appends its proposals. Any earlier
-// pending step is flushed first. If the append fails, nothing changes.
-// The caller holds s.mu.
-func (h *Host) admitAndCommit(s *session, cmd core.Command) (core.Admission, error) {
-	h.flush(s)
-	adm, err := s.drive.Admit(cmd)
-	if err != nil {
-		return adm, err
-	}
-	if len(adm.Proposals) == 0 {
-		return adm, nil
-	}
-	if err := h.commit(s, s.drive.Next(h.nowMs())); err != nil {
-		return core.Admission{}, err
-	}
-	return adm, nil
-}
-
-// flush commits steps the core proposed on its own, so a command is admitted
-// against the latest state.
-func (h *Host) flush(s *session) {
-	for {
-		in := s.drive.Next(h.nowMs())
-		if in.Kind != core.IntentAppend {
-			return
-		}
-		if err := h.commit(s, in); err != nil {
-			return
-		}
-	}
 }

@@ -33,7 +33,7 @@ type session struct {
 
 	mu       sync.Mutex
 	drive    *core.Drive
-	inflight map[string]*flight
+	inflight *runtime.InFlight
 	changed  chan struct{}
 	// checkpointed is the session's latest checkpoint (seq 0: none known),
 	// for the checkpoint policy and the next checkpoint's memo.
@@ -45,16 +45,8 @@ type session struct {
 	heldMoved chan struct{}
 }
 
-// flight is one dispatched generation or tool call.
-type flight struct {
-	core.Work
-	cancel context.CancelFunc
-	// admissions counts failed attempts to admit the work's result.
-	admissions int
-}
-
 func newSession(id string) *session {
-	return &session{id: id, loaded: make(chan struct{}), inflight: map[string]*flight{}, changed: make(chan struct{}), heldMoved: make(chan struct{})}
+	return &session{id: id, loaded: make(chan struct{}), inflight: runtime.NewInFlight(), changed: make(chan struct{}), heldMoved: make(chan struct{})}
 }
 
 // session returns the loaded session, loading it from its latest checkpoint
@@ -172,7 +164,7 @@ func (h *Host) commit(s *session, in core.Intent) error {
 	h.mu.Lock()
 	h.touch(s) // work finishing in the background counts as a use, for IdleTTL
 	h.mu.Unlock()
-	h.cancelStale(s)
+	s.inflight.CancelStale(s.drive.State())
 	h.checkpoint(s)
 	return nil
 }
@@ -192,17 +184,4 @@ func (h *Host) checkpoint(s *session) {
 		h.opt.Logger.Warn("writing a reducer checkpoint failed", "session", s.id, "head", st.Head, "err", err)
 	}
 	s.checkpointed = mark
-}
-
-// cancelStale cancels in-flight work the state no longer awaits (a
-// cancelled run, a finished compaction); its late result would be rejected
-// as stale anyway.
-func (h *Host) cancelStale(s *session) {
-	st := s.drive.State()
-	for key, f := range s.inflight {
-		if !st.Awaits(f.Work) {
-			f.cancel()
-			delete(s.inflight, key)
-		}
-	}
 }

@@ -38,7 +38,6 @@ import (
 	"github.com/cairn-agents/cairn/internal/testenv"
 	"github.com/cairn-agents/cairn/provider"
 	cruntime "github.com/cairn-agents/cairn/runtime"
-	"github.com/cairn-agents/cairn/runtime/local"
 	ctemporal "github.com/cairn-agents/cairn/runtime/temporal"
 	"github.com/cairn-agents/cairn/store/postgres"
 )
@@ -212,7 +211,7 @@ type naiveDeployment struct {
 func newNaiveDeployment(tb testing.TB) *naiveDeployment {
 	tb.Helper()
 	c := dialTemporal(tb)
-	queue := local.RandomID("naive-")
+	queue := cruntime.RandomID("naive-")
 	w := worker.New(c, queue, worker.Options{})
 	w.RegisterWorkflowWithOptions(naiveSessionWorkflow, workflow.RegisterOptions{Name: naiveWorkflowName})
 	w.RegisterActivity(&naiveActivities{})
@@ -242,7 +241,7 @@ func (nd *naiveDeployment) run(tb testing.TB, args naiveArgs) (historyPoint, int
 	tb.Helper()
 	ctx := context.Background()
 	run, err := nd.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: local.RandomID("naive-"), TaskQueue: nd.queue, WorkflowExecutionTimeout: 2 * time.Minute,
+		ID: cruntime.RandomID("naive-"), TaskQueue: nd.queue, WorkflowExecutionTimeout: 2 * time.Minute,
 	}, naiveWorkflowName, args)
 	if err != nil {
 		tb.Fatal(err)
@@ -270,7 +269,7 @@ func BenchmarkIdleSessionsPerWorker(b *testing.B) {
 	const sessions, concurrency = 1000, 32
 	_, st, universe, url := hostedStore(b, false)
 	c := dialTemporal(b)
-	queue := local.RandomID("q-")
+	queue := cruntime.RandomID("q-")
 	wp := startWorkerProcess(b, url, universe, queue)
 	gw := ctemporal.NewGateway(c, queue, universe, st, ctemporal.SessionArgs{})
 	cfg := core.SessionConfig{Model: core.ModelSelection{ProviderID: "test", APIKind: core.APIChatCompletions, Model: "m"}}

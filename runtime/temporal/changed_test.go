@@ -8,7 +8,7 @@ import (
 
 	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/internal/testenv"
-	"github.com/cairn-agents/cairn/runtime/local"
+	"github.com/cairn-agents/cairn/runtime"
 	"github.com/cairn-agents/cairn/runtime/temporal"
 	"github.com/cairn-agents/cairn/store/postgres"
 )
@@ -40,7 +40,7 @@ func pgStores(t *testing.T) (reader, writer *postgres.Store) {
 	if _, err := db.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	universe := local.RandomID("u")
+	universe := runtime.RandomID("u")
 	if err := db.EnsureUniverse(ctx, universe); err != nil {
 		t.Fatal(err)
 	}

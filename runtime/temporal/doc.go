@@ -3,7 +3,9 @@
 // executors as runtime/local.
 //
 // The workflow holds the reducer state (rehydrated from the session log by an
-// activity, as a checkpoint) and asks the core for one intent at a time.
+// activity, as a checkpoint) and asks the core for one intent at a time,
+// through the loop both hosts share (runtime.Pump, Flush, AdmitAndAppend);
+// what is the workflow's own is how it appends, dispatches and waits.
 // Everything that crosses the workflow/activity boundary is ids, facts and
 // ContentRefs: proposals to append (event payloads carry refs and bounded
 // previews, never message or file bytes), a planned turn's id and fingerprint

@@ -2,7 +2,6 @@ package temporal
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 
@@ -10,7 +9,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/cairn-agents/cairn/core"
-	"github.com/cairn-agents/cairn/runtime/local"
+	"github.com/cairn-agents/cairn/runtime"
 	"github.com/cairn-agents/cairn/store"
 )
 
@@ -20,26 +19,14 @@ import (
 // up to the fork point, then its own), starting from the checkpoint made
 // of at, the source's state at the fork point, when it is given.
 func (g *Gateway) ForkSession(ctx context.Context, req store.ForkRequest, at *core.State) (core.Lifecycle, error) {
-	cat, ok := g.store.(store.Catalog)
-	if !ok {
-		return core.Lifecycle{}, local.ErrNoCatalog
-	}
-	if req.SessionID == "" {
-		req.SessionID = g.NewID("s_")
-	}
-	if err := local.ValidateSessionID(req.SessionID); err != nil {
+	// The id is chosen here: the fork's workflow is started under it.
+	var err error
+	if req.SessionID, err = runtime.SessionIDOrNew(req.SessionID, g.NewID); err != nil {
 		return core.Lifecycle{}, err
 	}
-	life, err := cat.Fork(ctx, req)
-	if errors.Is(err, store.ErrSessionExists) {
-		return core.Lifecycle{}, &core.Rejection{Kind: core.RejectSessionExists, Message: fmt.Sprintf("session %s already exists", req.SessionID)}
-	}
+	life, err := runtime.ForkSession(ctx, g.store, g.store, g.store, req, at, g.NewID, slog.Default().With("universe", g.universe))
 	if err != nil {
 		return core.Lifecycle{}, err
-	}
-	if err := local.ForkCheckpoint(ctx, g.store, g.store, req, at); err != nil {
-		slog.Default().Warn("writing a fork's first checkpoint failed; its workflow replays the log", "universe", g.universe,
-			"session", req.SessionID, "err", err)
 	}
 	if err := g.startWorkflow(ctx, req.SessionID); err != nil {
 		return core.Lifecycle{}, err
@@ -65,11 +52,7 @@ func (g *Gateway) startWorkflow(ctx context.Context, sessionID string) error {
 // its history forks) from the hosted store and drops the gateway's cached
 // states of them. A closed session's workflow has already ended.
 func (g *Gateway) DeleteSession(ctx context.Context, sessionID string, cascade bool) ([]string, error) {
-	cat, ok := g.store.(store.Catalog)
-	if !ok {
-		return nil, local.ErrNoCatalog
-	}
-	ids, err := cat.DeleteSession(ctx, sessionID, cascade)
+	ids, err := runtime.DeleteSession(ctx, g.store, sessionID, cascade)
 	if err != nil {
 		return nil, err
 	}

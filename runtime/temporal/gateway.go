@@ -14,7 +14,6 @@ import (
 	"github.com/cairn-agents/cairn/blob"
 	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/runtime"
-	"github.com/cairn-agents/cairn/runtime/local"
 	"github.com/cairn-agents/cairn/store"
 )
 
@@ -46,20 +45,18 @@ func (g *Gateway) Files() runtime.Files { return g.store }
 func (g *Gateway) Log() store.SessionLog { return g.store }
 
 // NewID returns a fresh id.
-func (g *Gateway) NewID(prefix string) string { return local.RandomID(prefix) }
+func (g *Gateway) NewID(prefix string) string { return runtime.RandomID(prefix) }
 
 // NowMs is the gateway's clock.
 func (g *Gateway) NowMs() int64 { return time.Now().UnixMilli() }
 
 // CreateSession starts the session's workflow and opens the session in it.
 func (g *Gateway) CreateSession(ctx context.Context, id string, cfg core.SessionConfig, instructions *core.EntryInput) (string, error) {
-	if id == "" {
-		id = g.NewID("s_")
-	}
-	if err := local.ValidateSessionID(id); err != nil {
+	id, err := runtime.SessionIDOrNew(id, g.NewID)
+	if err != nil {
 		return "", err
 	}
-	_, err := g.update(ctx, id, core.OpenSession{AtMs: g.NowMs(), SessionID: id, Config: cfg, Instructions: instructions})
+	_, err = g.update(ctx, id, core.OpenSession{AtMs: g.NowMs(), SessionID: id, Config: cfg, Instructions: instructions})
 	return id, err
 }
 
@@ -153,13 +150,8 @@ func (g *Gateway) storedStatus(ctx context.Context, sessionID string) (Status, e
 	if err != nil {
 		return Status{}, err
 	}
-	out := Status{SessionID: st.SessionID, Closed: st.Closed, Model: st.Config.Model, Tools: st.Config.Tools,
-		ContextRevision: st.Revision, Head: st.Head, ActiveRun: st.Active, Queued: append([]string{}, st.Queue...), AsOfSeq: st.Head}
-	if p := st.Compaction; p != nil {
-		c := *p
-		c.EntryIDs = nil
-		out.Compaction = &c
-	}
+	out := statusOf(st)
+	out.AsOfSeq = st.Head
 	return out, nil
 }
 

@@ -17,7 +17,6 @@ import (
 	"github.com/cairn-agents/cairn/internal/testenv"
 	"github.com/cairn-agents/cairn/provider"
 	"github.com/cairn-agents/cairn/runtime"
-	"github.com/cairn-agents/cairn/runtime/local"
 	"github.com/cairn-agents/cairn/runtime/temporal"
 	"github.com/cairn-agents/cairn/store/postgres"
 )
@@ -118,7 +117,7 @@ func newEnvWith(t *testing.T, adapter provider.Adapter, args temporal.SessionArg
 	}
 	// Workflow ids are {universe}/{session} in a namespace shared by every
 	// test: a universe of its own keeps this test's workflows apart.
-	universe := local.RandomID("u")
+	universe := runtime.RandomID("u")
 	if err := db.EnsureUniverse(ctx, universe); err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +130,7 @@ func newEnvWith(t *testing.T, adapter provider.Adapter, args temporal.SessionArg
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	queue := local.RandomID("q-")
+	queue := runtime.RandomID("q-")
 	reg, err := runtime.NewTools(tools...)
 	if err != nil {
 		t.Fatal(err)
@@ -160,7 +159,7 @@ func (e *env) start(sessionID, text string) string {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	adm, err := e.gw.Submit(context.Background(), sessionID, core.StartRun{AtMs: 1, RunID: local.RandomID("run_"), Input: []core.InputItem{item}})
+	adm, err := e.gw.Submit(context.Background(), sessionID, core.StartRun{AtMs: 1, RunID: runtime.RandomID("run_"), Input: []core.InputItem{item}})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/internal/testenv"
 	"github.com/cairn-agents/cairn/runtime"
-	"github.com/cairn-agents/cairn/runtime/local"
 	"github.com/cairn-agents/cairn/runtime/temporal"
 	"github.com/cairn-agents/cairn/store/postgres"
 )
@@ -35,7 +34,7 @@ func newProcEnv(t *testing.T, args temporal.SessionArgs) *procEnv {
 	if _, err := db.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	universe := local.RandomID("u")
+	universe := runtime.RandomID("u")
 	if err := db.EnsureUniverse(ctx, universe); err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +47,7 @@ func newProcEnv(t *testing.T, args temporal.SessionArgs) *procEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	queue := local.RandomID("q-")
+	queue := runtime.RandomID("q-")
 	e := &env{t: t, gw: temporal.NewGateway(c, queue, universe, st, args), st: st, client: c, universe: universe}
 	t.Cleanup(func() {
 		_ = c.TerminateWorkflow(context.Background(), temporal.WorkflowID(universe, "s1"), "", "test done")
@@ -78,7 +77,7 @@ func (e *env) startWithin(sessionID, text string, d time.Duration) string {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return e.submitWithin(sessionID, core.StartRun{AtMs: time.Now().UnixMilli(), RunID: local.RandomID("run_"), Input: []core.InputItem{item}}, d).RunID
+	return e.submitWithin(sessionID, core.StartRun{AtMs: time.Now().UnixMilli(), RunID: runtime.RandomID("run_"), Input: []core.InputItem{item}}, d).RunID
 }
 
 // A worker killed while a cancelled run's parallel tool calls are still in

@@ -27,7 +27,6 @@ import (
 	"github.com/cairn-agents/cairn/objstore"
 	"github.com/cairn-agents/cairn/provider"
 	"github.com/cairn-agents/cairn/runtime"
-	"github.com/cairn-agents/cairn/runtime/local"
 	"github.com/cairn-agents/cairn/runtime/temporal"
 	"github.com/cairn-agents/cairn/store/postgres"
 )
@@ -98,7 +97,7 @@ func hostedStore(tb testing.TB, objects bool) (*postgres.DB, *postgres.Store, st
 	if _, err := db.Migrate(ctx); err != nil {
 		tb.Fatal(err)
 	}
-	universe := local.RandomID("u")
+	universe := runtime.RandomID("u")
 	if err := db.EnsureUniverse(ctx, universe); err != nil {
 		tb.Fatal(err)
 	}
@@ -141,7 +140,7 @@ func newMeasureDeployment(tb testing.TB) *measureDeployment {
 		}
 		return answer(ctx, b, "done")
 	}}
-	queue := local.RandomID("q-")
+	queue := runtime.RandomID("q-")
 	acts := temporal.NewActivities(func(context.Context, string) (temporal.Store, error) { return st, nil },
 		map[string]provider.Adapter{core.APIChatCompletions: model}, reg)
 	w := temporal.NewWorker(c, queue, acts)
@@ -221,7 +220,7 @@ func (d *measureDeployment) measure(tb testing.TB, outputBytes, runs int) histor
 		if err != nil {
 			tb.Fatal(err)
 		}
-		adm, err := d.gw.Submit(ctx, sessionID, core.StartRun{AtMs: 1, RunID: local.RandomID("run_"), Input: []core.InputItem{item}})
+		adm, err := d.gw.Submit(ctx, sessionID, core.StartRun{AtMs: 1, RunID: runtime.RandomID("run_"), Input: []core.InputItem{item}})
 		if err != nil {
 			tb.Fatal(err)
 		}

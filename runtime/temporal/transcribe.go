@@ -20,24 +20,29 @@ import (
 func (s *session) dispatchTranscribe(ctx workflow.Context, w core.TranscribeWork) {
 	work := core.Work{RunID: w.RunID, Transcription: true}
 	key := work.Key()
-	if s.inflight.has(key) {
+	if s.inflight.Get(key) != nil {
 		return
 	}
 	actCtx, cancel := workflow.WithCancel(s.longActivity(ctx, 5))
-	s.inflight.add(key, flight{Work: work, cancel: cancel})
+	s.inflight.Add(work, cancel)
 	in := TranscribeIn{Universe: s.args.Universe, SessionID: s.args.SessionID, Head: s.drive.State().Head, RunID: w.RunID}
 	workflow.Go(ctx, func(gctx workflow.Context) {
 		var res core.TranscriptionResult
 		if err := workflow.ExecuteActivity(actCtx, "Transcribe", in).Get(gctx, &res); err != nil {
-			f := core.Failure{Kind: core.FailureTranscription, Message: "the transcription call failed at the runtime boundary"}
-			var appErr *temporal.ApplicationError
-			if errors.As(err, &appErr) && appErr.Type() == errRetryableProvider {
-				f.Message = appErr.Message()
-			}
-			res = core.TranscriptionResult{RunID: w.RunID, Failure: &f}
+			res = failedTranscription(w, err)
 		}
 		s.deliver(gctx, key, res)
 	})
+}
+
+// failedTranscription is the result of a transcription whose attempts ran
+// out: its run fails.
+func failedTranscription(w core.TranscribeWork, err error) core.TranscriptionResult {
+	res := runtime.FailedTranscription(w, err)
+	if msg, ok := retryableProviderMessage(err); ok {
+		res.Failure.Message = msg
+	}
+	return res
 }
 
 // Transcribe transcribes the audio input of a run waiting for its first

@@ -137,6 +137,20 @@ type Status struct {
 	AsOfSeq int64 `json:"asOfSeq,omitempty"`
 }
 
+// statusOf is the status of a session's state, for the workflow's query and
+// the gateway's answer from the store. The pending compaction is reported
+// without its entry ids (they can be many).
+func statusOf(st *core.State) Status {
+	out := Status{SessionID: st.SessionID, Closed: st.Closed, Model: st.Config.Model, Tools: st.Config.Tools,
+		ContextRevision: st.Revision, Head: st.Head, ActiveRun: st.Active, Queued: append([]string{}, st.Queue...)}
+	if p := st.Compaction; p != nil {
+		c := *p
+		c.EntryIDs = nil
+		out.Compaction = &c
+	}
+	return out
+}
+
 // RefreshIn names the links whose files a refresh reads.
 type RefreshIn struct {
 	Universe string      `json:"universe"`

@@ -25,7 +25,7 @@ type session struct {
 	args     SessionArgs
 	drive    *core.Drive
 	mu       workflow.Mutex
-	inflight *flights
+	inflight *runtime.InFlight
 	dirty    bool
 	// checkpointed is the head of the last checkpoint this run wrote;
 	// checkpointing is set while one is being written.
@@ -40,7 +40,7 @@ type session struct {
 // SessionWorkflow drives one session until it closes, continuing as new when
 // idle with a long history.
 func SessionWorkflow(ctx workflow.Context, args SessionArgs) error {
-	s := &session{args: args, mu: workflow.NewMutex(ctx), inflight: newFlights()}
+	s := &session{args: args, mu: workflow.NewMutex(ctx), inflight: runtime.NewInFlight()}
 	// Handlers first: an update that arrives with the first workflow task
 	// must find its handler; it waits there until the state is loaded.
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, s.status); err != nil {
@@ -58,7 +58,7 @@ func SessionWorkflow(ctx workflow.Context, args SessionArgs) error {
 			return err
 		}
 		s.pump(ctx)
-		closed := s.drive.State().Closed && s.inflight.len() == 0
+		closed := s.drive.State().Closed && s.inflight.Len() == 0
 		due, head := s.checkpointDue(ctx)(s.drive.State(), s.checkpointed), s.drive.State().Head
 		s.mu.Unlock()
 		if due && !s.checkpointing && workflow.GetVersion(ctx, versionCheckpoint, workflow.DefaultVersion, 1) == 1 {
@@ -105,7 +105,7 @@ func (s *session) rehydrate(ctx workflow.Context) error {
 
 func (s *session) idle() bool {
 	st := s.drive.State()
-	return s.inflight.len() == 0 && !st.HasWork()
+	return s.inflight.Len() == 0 && !st.HasWork()
 }
 
 func (s *session) historyLong(ctx workflow.Context) bool {
@@ -119,35 +119,31 @@ func (s *session) historyLong(ctx workflow.Context) bool {
 
 func nowMs(ctx workflow.Context) int64 { return workflow.Now(ctx).UnixMilli() }
 
-// pump persists the core's own steps and dispatches the work it asks for.
-// The caller holds s.mu.
+// pump runs runtime.Pump on the session; a failed append is logged, and
+// the next command or result pumps again. The caller holds s.mu.
 func (s *session) pump(ctx workflow.Context) {
-	for {
-		in := s.drive.Next(nowMs(ctx))
-		switch in.Kind {
-		case core.IntentAppend:
-			if err := s.commit(ctx, in); err != nil {
-				workflow.GetLogger(ctx).Error("append failed", "session", s.args.SessionID, "error", err)
-				return
-			}
-		case core.IntentGenerate:
-			s.dispatchGenerate(ctx, *in.Generate)
-			return
-		case core.IntentInvokeTools:
-			for _, c := range in.Tools.Calls {
-				s.dispatchTool(ctx, in.Tools.RunID, in.Tools.Turn, c)
-			}
-			return
-		case core.IntentCompact:
-			s.dispatchCompact(ctx, *in.Compact)
-			return
-		case core.IntentTranscribe:
-			s.dispatchTranscribe(ctx, *in.Transcribe)
-			return
-		default:
-			return
-		}
+	if err := runtime.Pump(s.on(ctx)); err != nil {
+		workflow.GetLogger(ctx).Error("append failed", "session", s.args.SessionID, "error", err)
 	}
+}
+
+// sessionHost is the session as runtime's loop sees it, in one workflow
+// context. Its user holds s.mu.
+type sessionHost struct {
+	s   *session
+	ctx workflow.Context
+}
+
+func (s *session) on(ctx workflow.Context) sessionHost { return sessionHost{s: s, ctx: ctx} }
+
+func (x sessionHost) Drive() *core.Drive               { return x.s.drive }
+func (x sessionHost) NowMs() int64                     { return nowMs(x.ctx) }
+func (x sessionHost) Append(in core.Intent) error      { return x.s.commit(x.ctx, in) }
+func (x sessionHost) Generate(w core.GenerateWork)     { x.s.dispatchGenerate(x.ctx, w) }
+func (x sessionHost) Compact(w core.CompactWork)       { x.s.dispatchCompact(x.ctx, w) }
+func (x sessionHost) Transcribe(w core.TranscribeWork) { x.s.dispatchTranscribe(x.ctx, w) }
+func (x sessionHost) InvokeTool(runID string, turn int, call core.ToolCall) {
+	x.s.dispatchTool(x.ctx, runID, turn, call)
 }
 
 // commit appends one intent's proposals through the Append activity and
@@ -179,44 +175,18 @@ func (s *session) commit(ctx workflow.Context, in core.Intent) error {
 		return err
 	}
 	s.dirty = true
-	s.cancelStale()
+	s.inflight.CancelStale(s.drive.State())
 	return nil
-}
-
-// flush commits steps the core proposed on its own before a command is admitted.
-func (s *session) flush(ctx workflow.Context) {
-	for {
-		in := s.drive.Next(nowMs(ctx))
-		if in.Kind != core.IntentAppend || s.commit(ctx, in) != nil {
-			return
-		}
-	}
-}
-
-// admitAndCommit admits a command and appends its proposals. The caller holds s.mu.
-func (s *session) admitAndCommit(ctx workflow.Context, cmd core.Command) (core.Admission, error) {
-	s.flush(ctx)
-	adm, err := s.drive.Admit(cmd)
-	if err != nil || len(adm.Proposals) == 0 {
-		return adm, err
-	}
-	return adm, s.commit(ctx, s.drive.Next(nowMs(ctx)))
-}
-
-// cancelStale cancels in-flight work the state no longer awaits, in
-// dispatch order (history records the cancellations in that order).
-func (s *session) cancelStale() {
-	s.inflight.cancelUnless(s.drive.State().Awaits)
 }
 
 func (s *session) dispatchGenerate(ctx workflow.Context, w core.GenerateWork) {
 	work := core.Work{RunID: w.RunID, Turn: w.Turn}
 	key := work.Key()
-	if s.inflight.has(key) {
+	if s.inflight.Get(key) != nil {
 		return
 	}
 	actCtx, cancel := workflow.WithCancel(s.longActivity(ctx, 5))
-	s.inflight.add(key, flight{Work: work, cancel: cancel})
+	s.inflight.Add(work, cancel)
 	in := GenerateIn{Universe: s.args.Universe, SessionID: s.args.SessionID, Head: s.drive.State().Head,
 		RunID: w.RunID, Turn: w.Turn, Fingerprint: w.Fingerprint}
 	workflow.Go(ctx, func(gctx workflow.Context) {
@@ -229,14 +199,37 @@ func (s *session) dispatchGenerate(ctx workflow.Context, w core.GenerateWork) {
 	})
 }
 
-// failedGeneration is the result of a generation whose attempts ran out.
+// failedGeneration is the result of a generation whose attempts ran out:
+// runtime.FailedGeneration's, which an activity error (no provider or
+// endpoint error in Go form) leaves at the boundary failure; a provider
+// error that stayed retryable to the last attempt is a provider_error, as
+// in the embedded host.
 func failedGeneration(w core.GenerateWork, err error) core.GenerationResult {
-	f := core.Failure{Kind: "model_call_failed", Message: "the model call failed at the runtime boundary", Ref: &core.ModelFailedRef}
+	res := runtime.FailedGeneration(w, err)
+	if msg, ok := retryableProviderMessage(err); ok {
+		res.Failure = &core.Failure{Kind: "provider_error", Message: msg}
+	}
+	return res
+}
+
+// failedCompaction is the result of a compaction whose attempts ran out:
+// it fails and every entry stays.
+func failedCompaction(w core.CompactWork, err error) core.CompactionResult {
+	res := runtime.FailedCompaction(w, err)
+	if msg, ok := retryableProviderMessage(err); ok {
+		res.Failure.Message = msg
+	}
+	return res
+}
+
+// retryableProviderMessage is the provider's message when err is an
+// activity's retryable provider error whose attempts ran out.
+func retryableProviderMessage(err error) (string, bool) {
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) && appErr.Type() == errRetryableProvider {
-		f = core.Failure{Kind: "provider_error", Message: appErr.Message()}
+		return appErr.Message(), true
 	}
-	return core.GenerationResult{RunID: w.RunID, Turn: w.Turn, Finish: "error", Failure: &f}
+	return "", false
 }
 
 // dispatchCompact runs the pending standalone compaction as an activity;
@@ -244,22 +237,17 @@ func failedGeneration(w core.GenerateWork, err error) core.GenerationResult {
 func (s *session) dispatchCompact(ctx workflow.Context, w core.CompactWork) {
 	work := core.Work{CompactionID: w.CompactionID}
 	key := work.Key()
-	if s.inflight.has(key) {
+	if s.inflight.Get(key) != nil {
 		return
 	}
 	actCtx, cancel := workflow.WithCancel(s.longActivity(ctx, 5))
-	s.inflight.add(key, flight{Work: work, cancel: cancel})
+	s.inflight.Add(work, cancel)
 	in := CompactIn{Universe: s.args.Universe, SessionID: s.args.SessionID, Head: s.drive.State().Head,
 		CompactionID: w.CompactionID, ContextRevision: w.ContextRevision}
 	workflow.Go(ctx, func(gctx workflow.Context) {
 		var res core.CompactionResult
 		if err := workflow.ExecuteActivity(actCtx, "Compact", in).Get(gctx, &res); err != nil {
-			f := core.Failure{Kind: core.FailureCompaction, Message: "the compaction call failed at the runtime boundary"}
-			var appErr *temporal.ApplicationError
-			if errors.As(err, &appErr) && appErr.Type() == errRetryableProvider {
-				f.Message = appErr.Message()
-			}
-			res = core.CompactionResult{CompactionID: w.CompactionID, ContextRevision: w.ContextRevision, Failure: &f}
+			res = failedCompaction(w, err)
 		}
 		s.deliver(gctx, key, res)
 	})
@@ -268,18 +256,17 @@ func (s *session) dispatchCompact(ctx workflow.Context, w core.CompactWork) {
 func (s *session) dispatchTool(ctx workflow.Context, runID string, turn int, call core.ToolCall) {
 	work := core.Work{RunID: runID, Turn: turn, CallID: call.CallID}
 	key := work.Key()
-	if s.inflight.has(key) {
+	if s.inflight.Get(key) != nil {
 		return
 	}
 	actCtx, cancel := workflow.WithCancel(s.longActivity(ctx, 3))
-	s.inflight.add(key, flight{Work: work, cancel: cancel})
+	s.inflight.Add(work, cancel)
 	in := ToolIn{Universe: s.args.Universe, SessionID: s.args.SessionID, RunID: runID, Turn: turn, Call: call,
 		Links: s.drive.State().Config.Links}
 	workflow.Go(ctx, func(gctx workflow.Context) {
 		var res core.ToolResult
 		if err := workflow.ExecuteActivity(actCtx, "InvokeTool", in).Get(gctx, &res); err != nil {
-			res = core.ToolResult{RunID: runID, Turn: turn, CallID: call.CallID, Status: core.CallFailed,
-				Result: core.EntryInput{Content: core.ToolFailedRef, TokenEstimate: core.TokenEstimate{Tokens: int64(len(core.ToolFailedBytes)+3)/4 + 4, Quality: core.EstimateHeuristic}, Preview: "tool failed"}}
+			res = runtime.FailedToolCall(runID, turn, call)
 		}
 		s.deliver(gctx, key, res)
 	})
@@ -292,17 +279,17 @@ func (s *session) deliver(ctx workflow.Context, key string, cmd core.Command) {
 		return
 	}
 	defer s.mu.Unlock()
-	if !s.inflight.remove(key) {
+	if !s.inflight.Remove(key) {
 		return
 	}
 	cmd = runtime.AtTime(cmd, nowMs(ctx))
-	_, err := s.admitAndCommit(ctx, cmd)
+	_, err := runtime.AdmitAndAppend(s.on(ctx), cmd)
 	if neverAdmitted(err) && workflow.GetVersion(ctx, versionFailUnadmitted, workflow.DefaultVersion, 1) == 1 {
 		// Running the work again would only repeat it (a paid model call
 		// each time), so its run fails instead.
 		workflow.GetLogger(ctx).Error("result not admitted; failing its run", "session", s.args.SessionID, "work", key, "error", err)
 		if fail := runtime.Unadmitted(cmd, err); fail != nil {
-			if _, err := s.admitAndCommit(ctx, runtime.AtTime(fail, nowMs(ctx))); err != nil {
+			if _, err := runtime.AdmitAndAppend(s.on(ctx), runtime.AtTime(fail, nowMs(ctx))); err != nil {
 				workflow.GetLogger(ctx).Error("failing the run was not admitted either", "session", s.args.SessionID, "work", key, "error", err)
 			}
 		}
@@ -336,7 +323,7 @@ func (s *session) submit(ctx workflow.Context, cmd Command) (SubmitResult, error
 	// A ticket is taken first thing: handlers start in the order their
 	// updates arrived, so tickets keep it (the mutex alone does not).
 	var ticket int64
-	if holdable(c) && workflow.GetVersion(ctx, versionArrivalOrder, workflow.DefaultVersion, 1) == 1 {
+	if runtime.Holdable(c) && workflow.GetVersion(ctx, versionArrivalOrder, workflow.DefaultVersion, 1) == 1 {
 		s.nextTicket++
 		ticket = s.nextTicket
 		s.held = append(s.held, ticket)
@@ -372,16 +359,13 @@ func (s *session) submit(ctx workflow.Context, cmd Command) (SubmitResult, error
 }
 
 // neverAdmitted reports whether a result's admission failed for good: the
-// core refused it (not as stale), or the store lacks a blob it names. A
-// conflict is not: the state was rebuilt from the log, and the work runs
-// again on it; the append activity retries what may pass later itself.
+// core refused it (runtime.ResultRefused), or the store lacks a blob it
+// names. A conflict is not: the state was rebuilt from the log, and the
+// work runs again on it; the append activity retries what may pass later
+// itself.
 func neverAdmitted(err error) bool {
-	var rej *core.Rejection
-	if errors.As(err, &rej) {
-		return rej.Kind != core.RejectStaleResult
-	}
 	var appErr *temporal.ApplicationError
-	return errors.As(err, &appErr) && appErr.Type() == errMissingBlob
+	return runtime.ResultRefused(err) || errors.As(err, &appErr) && appErr.Type() == errMissingBlob
 }
 
 // versionFailUnadmitted marks workflow code that fails a run whose result
@@ -403,7 +387,7 @@ func (s *session) admitOnce(ctx workflow.Context, c core.Command) (SubmitResult,
 			return SubmitResult{}, err
 		}
 	}
-	adm, err := s.admitAndCommit(ctx, c)
+	adm, err := runtime.AdmitAndAppend(s.on(ctx), c)
 	if err != nil {
 		return SubmitResult{}, rejectionError(err)
 	}
@@ -432,11 +416,10 @@ func (s *session) lockAfterCompaction(ctx workflow.Context, c core.Command, tick
 		if err := s.mu.Lock(ctx); err != nil {
 			return err
 		}
-		if !holdable(c) {
+		if !runtime.Holdable(c) {
 			return nil
 		}
-		s.flush(ctx) // an automatic compaction may be due
-		if s.drive.State().Compaction == nil {
+		if !runtime.CompactionHolds(s.on(ctx)) {
 			return nil
 		}
 		s.dirty = true // the main loop dispatches it
@@ -445,17 +428,6 @@ func (s *session) lockAfterCompaction(ctx workflow.Context, c core.Command, tick
 			return err
 		}
 	}
-}
-
-// holdable reports whether a command waits for a pending compaction (and
-// its turn among the commands that arrived before it); steering and
-// cancellation never wait.
-func holdable(c core.Command) bool {
-	switch c.(type) {
-	case core.Steer, core.CancelRun:
-		return false
-	}
-	return true
 }
 
 // dropTicket takes a command's ticket out of the queue.
@@ -507,32 +479,30 @@ func (s *session) checkpoint(ctx workflow.Context, head int64) {
 // before new run work; histories from before it replay without the activity.
 const versionRefresh = "refresh-boundary"
 
-// refresh brings the material derived from the session's linked files up to
-// date before an idle session admits new run work; it never runs in front of
-// queued work. The caller holds s.mu.
+// refresh is runtime.RefreshContext with the links read by the Refresh
+// activity. The caller holds s.mu.
 func (s *session) refresh(ctx workflow.Context) error {
-	s.flush(ctx)
-	st := s.drive.State()
-	if !st.Opened || st.Closed || st.HasWork() {
-		return nil
-	}
-	var out RefreshOut
-	refreshCtx := workflow.WithRetryPolicy(s.shortActivity(ctx), temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2, MaximumAttempts: 5})
-	err := workflow.ExecuteActivity(refreshCtx, "Refresh", RefreshIn{Universe: s.args.Universe, Links: st.Config.Links}).Get(ctx, &out)
-	if err != nil {
+	// The main loop is woken only when the boundary was reached, as before:
+	// waking it more often would change the commands a replay issues.
+	derived := false
+	err := runtime.RefreshContext(s.on(ctx), func(links []core.Link) ([]core.EntryInput, error) {
+		derived = true
+		var out RefreshOut
+		refreshCtx := workflow.WithRetryPolicy(s.shortActivity(ctx), temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2, MaximumAttempts: 5})
+		err := workflow.ExecuteActivity(refreshCtx, "Refresh", RefreshIn{Universe: s.args.Universe, Links: links}).Get(ctx, &out)
 		var appErr *temporal.ApplicationError
 		if errors.As(err, &appErr) && strings.HasPrefix(appErr.Type(), rejectionPrefix) {
 			// A link the universe no longer has: the caller's mistake, typed.
-			return temporal.NewNonRetryableApplicationError(appErr.Message(), appErr.Type(), nil)
+			return nil, temporal.NewNonRetryableApplicationError(appErr.Message(), appErr.Type(), nil)
 		}
-		return err
+		return out.Entries, err
+	})
+	if err != nil {
+		return rejectionError(err)
 	}
-	for _, cmd := range core.RefreshEdits(st, out.Entries, nowMs(ctx)) {
-		if _, err := s.admitAndCommit(ctx, cmd); err != nil {
-			return rejectionError(err)
-		}
+	if derived {
+		s.dirty = true
 	}
-	s.dirty = true
 	return nil
 }
 
@@ -551,15 +521,7 @@ func (s *session) status() (Status, error) {
 	if s.drive == nil {
 		return Status{}, errors.New("session state is still loading")
 	}
-	st := s.drive.State()
-	out := Status{SessionID: st.SessionID, Closed: st.Closed, Model: st.Config.Model, Tools: st.Config.Tools,
-		ContextRevision: st.Revision, Head: st.Head, ActiveRun: st.Active, Queued: append([]string{}, st.Queue...)}
-	if p := st.Compaction; p != nil {
-		c := *p
-		c.EntryIDs = nil
-		out.Compaction = &c
-	}
-	return out, nil
+	return statusOf(s.drive.State()), nil
 }
 
 // appendActivity runs Append as a local activity: in the worker that runs
