@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+
+	"github.com/cairn-agents/cairn/provider"
 )
 
 // marked returns, for a parsed request, where the markers are: "system:i",
@@ -72,7 +74,7 @@ func TestCacheMarkerSkipsThinkingAndCitedBlocks(t *testing.T) {
 	// block is cited, so the marker goes on the block before it.
 	b := newCtx(t)
 	b.user("q")
-	conv, err := lowerContext(context.Background(), b.blobs, b.entries)
+	conv, err := lowerContext(context.Background(), b.blobs, b.entries, provider.PieceScope{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,11 +54,11 @@ func lowerWithSegments(ctx context.Context, blobs blob.Store, req provider.Reque
 	if req.Model.Model == "" {
 		return nil, nil, fmt.Errorf("chat: request has no model")
 	}
-	lowered, err := lowerMessageList(ctx, blobs, req.Entries, opts)
+	pieces := req.Pieces.Scope(APIKind, req, opts.ReasoningField)
+	lowered, err := lowerMessageList(ctx, blobs, req.Entries, opts, pieces)
 	if err != nil {
 		return nil, nil, err
 	}
-	msgs := make([][]byte, len(lowered))
 	segs := make([]provider.Segment, 0, len(req.Tools)+len(lowered))
 	for _, t := range req.Tools {
 		var tb bytes.Buffer
@@ -67,19 +67,19 @@ func lowerWithSegments(ctx context.Context, blobs blob.Store, req provider.Reque
 		}
 		segs = append(segs, core.NewCacheSegment(core.SegmentTool, t.Name, tb.Bytes(), nil))
 	}
-	for i, m := range lowered {
-		msgs[i] = m.raw
-		segs = append(segs, core.NewCacheSegment(m.kind, "", m.raw, m.entries))
+	for _, m := range lowered {
+		segs = append(segs, m.seg)
 	}
 	var buf bytes.Buffer
+	buf.Grow(int(core.SegmentTotal(segs)) + len(segs) + 256) // the pieces, commas and framing: one allocation
 	buf.WriteString(`{"model":`)
 	rawjson.WriteString(&buf, req.Model.Model)
 	buf.WriteString(`,"messages":[`)
-	for i, m := range msgs {
+	for i, m := range lowered {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		buf.Write(m)
+		buf.Write(m.raw)
 	}
 	buf.WriteByte(']')
 	if len(req.Tools) > 0 {
@@ -126,7 +126,7 @@ func writeTool(buf *bytes.Buffer, t provider.Tool) error {
 
 // lowerMessages returns the request's messages, each as exact bytes.
 func lowerMessages(ctx context.Context, blobs blob.Store, entries []core.Entry, opts LowerOptions) ([][]byte, error) {
-	lowered, err := lowerMessageList(ctx, blobs, entries, opts)
+	lowered, err := lowerMessageList(ctx, blobs, entries, opts, provider.PieceScope{})
 	if err != nil {
 		return nil, err
 	}
@@ -137,16 +137,18 @@ func lowerMessages(ctx context.Context, blobs blob.Store, entries []core.Entry, 
 	return out, nil
 }
 
-// loweredMessage is one request message, the kind of segment it is and the
-// entries it was made from.
+// loweredMessage is one request message and its cache segment; it is the
+// piece this adapter keeps. A nil raw records that the entries it covers
+// make no message (reasoning alone, say).
 type loweredMessage struct {
-	raw     []byte
-	kind    string
-	entries []core.Entry
+	raw []byte
+	seg provider.Segment
 }
 
-// lowerMessageList returns the request's messages with their sources.
-func lowerMessageList(ctx context.Context, blobs blob.Store, entries []core.Entry, opts LowerOptions) ([]loweredMessage, error) {
+// lowerMessageList returns the request's messages with their segments. A
+// message an earlier request lowered from the same entries comes from
+// pieces, without reading their blobs.
+func lowerMessageList(ctx context.Context, blobs blob.Store, entries []core.Entry, opts LowerOptions, pieces provider.PieceScope) ([]loweredMessage, error) {
 	load := func(e core.Entry) ([]byte, error) {
 		data, err := blobs.Get(ctx, e.Content.Digest)
 		if err != nil {
@@ -156,27 +158,55 @@ func lowerMessageList(ctx context.Context, blobs blob.Store, entries []core.Entr
 	}
 
 	var out []loweredMessage
+	// emit appends the message lowered from src (of segment kind kind),
+	// taking it from pieces or calling lower and keeping what it made.
+	emit := func(kind string, src []core.Entry, lower func() ([]byte, error)) error {
+		key := pieces.Key(src...)
+		m, ok := pieces.Get(key)
+		if !ok {
+			raw, err := lower()
+			if err != nil {
+				return err
+			}
+			lm := loweredMessage{raw: raw}
+			if raw != nil {
+				lm.seg = core.NewCacheSegment(kind, "", raw, src)
+			}
+			pieces.Put(key, lm, int64(len(raw))+provider.SegmentSize(lm.seg))
+			m = lm
+		}
+		if lm := m.(loweredMessage); lm.raw != nil {
+			out = append(out, lm)
+		}
+		return nil
+	}
 
 	// Instructions come first in the context; they become one system message.
-	var system []string
 	var sources []core.Entry
 	for _, e := range entries {
-		if e.Kind != core.EntryInstructions {
-			continue
+		if e.Kind == core.EntryInstructions {
+			sources = append(sources, e)
 		}
-		text, err := entryText(e, load)
+	}
+	if len(sources) > 0 {
+		err := emit(core.SegmentInstructions, sources, func() ([]byte, error) {
+			system := make([]string, len(sources))
+			for i, e := range sources {
+				text, err := entryText(e, load)
+				if err != nil {
+					return nil, err
+				}
+				system[i] = text
+			}
+			var b bytes.Buffer
+			b.WriteString(`{"role":"system","content":`)
+			rawjson.WriteString(&b, strings.Join(system, "\n\n"))
+			b.WriteByte('}')
+			return b.Bytes(), nil
+		})
 		if err != nil {
 			return nil, err
 		}
-		system = append(system, text)
-		sources = append(sources, e)
-	}
-	if len(system) > 0 {
-		var b bytes.Buffer
-		b.WriteString(`{"role":"system","content":`)
-		rawjson.WriteString(&b, strings.Join(system, "\n\n"))
-		b.WriteByte('}')
-		out = append(out, loweredMessage{raw: b.Bytes(), kind: core.SegmentInstructions, entries: sources})
 	}
 
 	var g group
@@ -184,14 +214,10 @@ func lowerMessageList(ctx context.Context, blobs blob.Store, entries []core.Entr
 		if g.phase == 0 {
 			return nil
 		}
-		m, err := g.lower(load, opts)
-		kind, src := g.sources()
+		cur := g
 		g = group{}
-		if err != nil || m == nil {
-			return err
-		}
-		out = append(out, loweredMessage{raw: m, kind: kind, entries: src})
-		return nil
+		kind, src := cur.sources()
+		return emit(kind, src, func() ([]byte, error) { return cur.lower(load, opts) })
 	}
 
 	for _, e := range entries {
@@ -229,11 +255,9 @@ func lowerMessageList(ctx context.Context, blobs blob.Store, entries []core.Entr
 		if err := flush(); err != nil {
 			return nil, err
 		}
-		m, err := lowerPlain(e, load)
-		if err != nil {
+		if err := emit(e.Kind, []core.Entry{e}, func() ([]byte, error) { return lowerPlain(e, load) }); err != nil {
 			return nil, err
 		}
-		out = append(out, loweredMessage{raw: m, kind: e.Kind, entries: []core.Entry{e}})
 	}
 	if err := flush(); err != nil {
 		return nil, err

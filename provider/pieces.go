@@ -1,0 +1,190 @@
+package provider
+
+import (
+	"container/list"
+	"encoding/binary"
+	"sync"
+
+	"github.com/cairn-agents/cairn/core"
+)
+
+// Pieces keeps the pieces requests are built from between generations.
+//
+// A context entry never changes once committed: its id always names the
+// same ContentRef, and the bytes behind a digest never change. So the
+// native form an adapter lowers it to never changes either, and a turn need
+// only lower the entries it has not lowered before and copy the rest. Each
+// adapter keeps whatever unit it lowers (a message folded from several
+// entries, an input item, an entry's blocks) with its cache-segment
+// description, under a key naming every entry it covers and every request
+// option that changes it (see PieceScope). Nothing position-dependent, such
+// as a cache marker, goes into a piece. The executor keeps its stored
+// segment chunks here too.
+//
+// Pieces is bounded by bytes and drops the least recently used piece first,
+// so memory stays bounded however many sessions a process serves; a dropped
+// piece is lowered again from its blob, which costs what every turn cost
+// before. Safe for concurrent use. A nil *Pieces keeps nothing.
+type Pieces struct {
+	max int64
+
+	mu    sync.Mutex
+	size  int64
+	byKey map[string]*list.Element
+	order *list.List // front = most recently used; values are *piece
+}
+
+type piece struct {
+	key  string
+	v    any
+	size int64
+}
+
+// pieceOverhead approximates what a kept piece costs besides its key and
+// the size its owner declares (list element, map slot, segment fields).
+const pieceOverhead = 128
+
+// NewPieces returns a cache holding at most maxBytes of pieces.
+func NewPieces(maxBytes int64) *Pieces {
+	return &Pieces{max: maxBytes, byKey: map[string]*list.Element{}, order: list.New()}
+}
+
+// Get returns the piece kept under key and marks it recently used. Callers
+// must not modify what it returns: other requests share it.
+func (p *Pieces) Get(key string) (any, bool) {
+	if p == nil {
+		return nil, false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	el, ok := p.byKey[key]
+	if !ok {
+		return nil, false
+	}
+	p.order.MoveToFront(el)
+	return el.Value.(*piece).v, true
+}
+
+// Put keeps v under key; size is the bytes v holds. A piece larger than
+// the whole bound is not kept. Callers must not modify v afterwards.
+func (p *Pieces) Put(key string, v any, size int64) {
+	if p == nil {
+		return
+	}
+	size += int64(len(key)) + pieceOverhead
+	if size > p.max {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if el, ok := p.byKey[key]; ok { // a concurrent request lowered it too
+		p.order.MoveToFront(el)
+		return
+	}
+	p.byKey[key] = p.order.PushFront(&piece{key: key, v: v, size: size})
+	p.size += size
+	for p.size > p.max {
+		p.remove(p.order.Back())
+	}
+}
+
+// Forget drops the piece kept under key, if any.
+func (p *Pieces) Forget(key string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if el, ok := p.byKey[key]; ok {
+		p.remove(el)
+	}
+}
+
+func (p *Pieces) remove(el *list.Element) {
+	pc := el.Value.(*piece)
+	p.order.Remove(el)
+	delete(p.byKey, pc.key)
+	p.size -= pc.size
+}
+
+// PieceScope is one request's view of a Pieces: its keys carry what,
+// besides the entries, decides how an adapter lowers them. The zero
+// PieceScope keeps nothing.
+type PieceScope struct {
+	pieces *Pieces
+	prefix []byte
+}
+
+// Scope returns the view for a request lowered by an adapter of apiKind;
+// variant names the adapter's options that change how entries lower (say,
+// the field reasoning is re-sent under). The session and model are part of
+// every key although no adapter's entry lowering reads them today: a piece
+// is then never shared with a request it was not made for.
+func (p *Pieces) Scope(apiKind string, req Request, variant string) PieceScope {
+	if p == nil {
+		return PieceScope{}
+	}
+	var b []byte
+	for _, s := range []string{apiKind, req.SessionID, req.Model.Model, variant} {
+		b = appendField(b, s)
+	}
+	return PieceScope{pieces: p, prefix: b}
+}
+
+// Key names the piece lowered from entries, in order: every entry field
+// an adapter's lowering reads (and the cache segment records) is in it.
+// "" for the zero scope.
+func (s PieceScope) Key(entries ...core.Entry) string {
+	if s.pieces == nil {
+		return ""
+	}
+	b := make([]byte, 0, len(s.prefix)+96*len(entries))
+	b = append(b, s.prefix...)
+	for _, e := range entries {
+		b = appendField(b, e.ID)
+		b = appendField(b, e.Key)
+		b = appendField(b, e.Kind)
+		b = appendField(b, e.Role)
+		b = appendField(b, e.CallID)
+		b = append(b, e.Content.Digest[:]...)
+		b = appendField(b, e.Content.MediaType)
+		b = appendField(b, e.Content.ProviderKind)
+	}
+	return string(b)
+}
+
+// Get returns the piece kept under key (from Key).
+func (s PieceScope) Get(key string) (any, bool) {
+	if s.pieces == nil {
+		return nil, false
+	}
+	return s.pieces.Get(key)
+}
+
+// Put keeps v, holding size bytes, under key (from Key).
+func (s PieceScope) Put(key string, v any, size int64) {
+	if s.pieces == nil {
+		return
+	}
+	s.pieces.Put(key, v, size)
+}
+
+// SegmentSize is the bytes a kept segment holds in its strings, for the
+// size a piece declares to Put.
+func SegmentSize(s Segment) int64 {
+	n := len(s.Kind) + len(s.Ref) + len(s.Digest)
+	for _, x := range s.Entries {
+		n += len(x)
+	}
+	for _, x := range s.Keys {
+		n += len(x)
+	}
+	return int64(n)
+}
+
+// appendField appends s with its length, so that no two field lists make
+// the same key.
+func appendField(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
