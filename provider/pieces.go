@@ -51,13 +51,13 @@ func NewPieces(maxBytes int64) *Pieces {
 
 // Get returns the piece kept under key and marks it recently used. Callers
 // must not modify what it returns: other requests share it.
-func (p *Pieces) Get(key string) (any, bool) {
+func (p *Pieces) Get(key []byte) (any, bool) {
 	if p == nil {
 		return nil, false
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	el, ok := p.byKey[key]
+	el, ok := p.byKey[string(key)] // no copy of key: a lookup does not keep it
 	if !ok {
 		return nil, false
 	}
@@ -67,7 +67,7 @@ func (p *Pieces) Get(key string) (any, bool) {
 
 // Put keeps v under key; size is the bytes v holds. A piece larger than
 // the whole bound is not kept. Callers must not modify v afterwards.
-func (p *Pieces) Put(key string, v any, size int64) {
+func (p *Pieces) Put(key []byte, v any, size int64) {
 	if p == nil {
 		return
 	}
@@ -77,34 +77,20 @@ func (p *Pieces) Put(key string, v any, size int64) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if el, ok := p.byKey[key]; ok { // a concurrent request lowered it too
+	if el, ok := p.byKey[string(key)]; ok { // a concurrent request lowered it too
 		p.order.MoveToFront(el)
 		return
 	}
-	p.byKey[key] = p.order.PushFront(&piece{key: key, v: v, size: size})
+	k := string(key)
+	p.byKey[k] = p.order.PushFront(&piece{key: k, v: v, size: size})
 	p.size += size
 	for p.size > p.max {
-		p.remove(p.order.Back())
+		el := p.order.Back()
+		pc := el.Value.(*piece)
+		p.order.Remove(el)
+		delete(p.byKey, pc.key)
+		p.size -= pc.size
 	}
-}
-
-// Forget drops the piece kept under key, if any.
-func (p *Pieces) Forget(key string) {
-	if p == nil {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if el, ok := p.byKey[key]; ok {
-		p.remove(el)
-	}
-}
-
-func (p *Pieces) remove(el *list.Element) {
-	pc := el.Value.(*piece)
-	p.order.Remove(el)
-	delete(p.byKey, pc.key)
-	p.size -= pc.size
 }
 
 // PieceScope is one request's view of a Pieces: its keys carry what,
@@ -131,43 +117,34 @@ func (p *Pieces) Scope(apiKind string, req Request, variant string) PieceScope {
 	return PieceScope{pieces: p, prefix: b}
 }
 
-// Key names the piece lowered from entries, in order: every entry field
-// an adapter's lowering reads (and the cache segment records) is in it.
-// "" for the zero scope.
-func (s PieceScope) Key(entries ...core.Entry) string {
+// AppendKey appends to dst the key of the piece lowered from entries, in
+// order: every entry field an adapter's lowering reads (and the cache
+// segment records) is in it. Callers reuse dst from entry to entry, so a
+// request that finds its pieces allocates no keys. The zero scope appends
+// nothing.
+func (s PieceScope) AppendKey(dst []byte, entries ...core.Entry) []byte {
 	if s.pieces == nil {
-		return ""
+		return dst
 	}
-	b := make([]byte, 0, len(s.prefix)+96*len(entries))
-	b = append(b, s.prefix...)
+	dst = append(dst, s.prefix...)
 	for _, e := range entries {
-		b = appendField(b, e.ID)
-		b = appendField(b, e.Key)
-		b = appendField(b, e.Kind)
-		b = appendField(b, e.Role)
-		b = appendField(b, e.CallID)
-		b = append(b, e.Content.Digest[:]...)
-		b = appendField(b, e.Content.MediaType)
-		b = appendField(b, e.Content.ProviderKind)
+		dst = appendField(dst, e.ID)
+		dst = appendField(dst, e.Key)
+		dst = appendField(dst, e.Kind)
+		dst = appendField(dst, e.Role)
+		dst = appendField(dst, e.CallID)
+		dst = append(dst, e.Content.Digest[:]...)
+		dst = appendField(dst, e.Content.MediaType)
+		dst = appendField(dst, e.Content.ProviderKind)
 	}
-	return string(b)
+	return dst
 }
 
-// Get returns the piece kept under key (from Key).
-func (s PieceScope) Get(key string) (any, bool) {
-	if s.pieces == nil {
-		return nil, false
-	}
-	return s.pieces.Get(key)
-}
+// Get returns the piece kept under key (from AppendKey).
+func (s PieceScope) Get(key []byte) (any, bool) { return s.pieces.Get(key) }
 
-// Put keeps v, holding size bytes, under key (from Key).
-func (s PieceScope) Put(key string, v any, size int64) {
-	if s.pieces == nil {
-		return
-	}
-	s.pieces.Put(key, v, size)
-}
+// Put keeps v, holding size bytes, under key (from AppendKey).
+func (s PieceScope) Put(key []byte, v any, size int64) { s.pieces.Put(key, v, size) }
 
 // SegmentSize is the bytes a kept segment holds in its strings, for the
 // size a piece declares to Put.

@@ -77,7 +77,7 @@ func (x *Executor) putChunked(ctx context.Context, sessionID string, segs []core
 
 // storedChunk returns the digest a chunk was stored under, when x.Pieces
 // remembers it and remembered allows it.
-func (x *Executor) storedChunk(key string, remembered bool) (content.Digest, bool) {
+func (x *Executor) storedChunk(key []byte, remembered bool) (content.Digest, bool) {
 	if !remembered {
 		return content.Digest{}, false
 	}
@@ -89,7 +89,7 @@ func (x *Executor) storedChunk(key string, remembered bool) (content.Digest, boo
 // chunkKey names a chunk of a session's segment list by every field its
 // stored form holds, without encoding it: SHA-256 over each field with
 // its length. Digests are kept per session, like lowered entries.
-func chunkKey(sessionID string, chunk []core.CacheSegment) string {
+func chunkKey(sessionID string, chunk []core.CacheSegment) []byte {
 	var b []byte
 	field := func(s string) {
 		b = binary.AppendUvarint(b, uint64(len(s)))
@@ -111,5 +111,5 @@ func chunkKey(sessionID string, chunk []core.CacheSegment) string {
 		}
 	}
 	sum := sha256.Sum256(b)
-	return "segment chunk\x00" + string(sum[:])
+	return append([]byte("segment chunk\x00"), sum[:]...)
 }

@@ -16,9 +16,9 @@ type block struct {
 	raw []byte
 	typ string
 	// seg is the block's cache segment, made with the block from its
-	// context entry (zero for blocks built during a request, such as a
+	// context entry (nil for blocks built during a request, such as a
 	// pause continuation, which no segment list reports).
-	seg core.CacheSegment
+	seg *core.CacheSegment
 }
 
 // parseBlock reads a content block's type; the block must be a JSON object

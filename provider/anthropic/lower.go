@@ -72,18 +72,18 @@ func lowerContext(ctx context.Context, blobs blob.Store, entries []core.Entry, p
 		return data, nil
 	}
 	var c conversation
+	var key []byte // scratch
 	for _, e := range entries {
-		key := pieces.Key(e)
+		key = pieces.AppendKey(key[:0], e)
 		v, ok := pieces.Get(key)
+		p, _ := v.(*entryPiece)
 		if !ok {
-			p, err := lowerPiece(e, load)
-			if err != nil {
+			var err error
+			if p, err = lowerPiece(e, load); err != nil {
 				return conversation{}, err
 			}
 			pieces.Put(key, p, p.size())
-			v = p
 		}
-		p := v.(entryPiece)
 		if e.Kind == core.EntryInstructions {
 			c.system = append(c.system, p.blocks...)
 			continue
@@ -107,30 +107,32 @@ type entryPiece struct {
 // lowerPiece lowers one entry to its blocks, each with its cache segment:
 // the block's bytes, plus its message's role (a block's digest covers
 // both, since the provider reads the same bytes differently per role).
-func lowerPiece(e core.Entry, load func(core.Entry) ([]byte, error)) (entryPiece, error) {
+func lowerPiece(e core.Entry, load func(core.Entry) ([]byte, error)) (*entryPiece, error) {
 	if e.Kind == core.EntryInstructions {
 		text, err := entryText(e, load)
 		if err != nil {
-			return entryPiece{}, err
+			return nil, err
 		}
 		b := textBlock(text)
-		b.seg = core.NewCacheSegment(core.SegmentInstructions, "", b.raw, []core.Entry{e})
-		return entryPiece{blocks: []block{b}}, nil
+		seg := core.NewCacheSegment(core.SegmentInstructions, "", b.raw, []core.Entry{e})
+		b.seg = &seg
+		return &entryPiece{blocks: []block{b}}, nil
 	}
 	role, blocks, err := lowerEntry(e, load)
 	if err != nil {
-		return entryPiece{}, err
+		return nil, err
 	}
 	for i := range blocks {
-		blocks[i].seg = core.NewCacheSegment(e.Kind, "", blocks[i].raw, []core.Entry{e}, []byte(role))
+		seg := core.NewCacheSegment(e.Kind, "", blocks[i].raw, []core.Entry{e}, []byte(role))
+		blocks[i].seg = &seg
 	}
-	return entryPiece{role: role, blocks: slices.Clip(blocks)}, nil
+	return &entryPiece{role: role, blocks: slices.Clip(blocks)}, nil
 }
 
-func (p entryPiece) size() int64 {
+func (p *entryPiece) size() int64 {
 	var n int64
 	for _, b := range p.blocks {
-		n += int64(len(b.raw)+len(b.typ)) + provider.SegmentSize(b.seg)
+		n += int64(len(b.raw)+len(b.typ)) + provider.SegmentSize(*b.seg)
 	}
 	return n
 }
@@ -466,11 +468,11 @@ func (c conversation) segments(tools []provider.Tool) ([]provider.Segment, error
 		segs = append(segs, core.NewCacheSegment(core.SegmentTool, t.Name, tb.Bytes(), nil))
 	}
 	for _, b := range c.system {
-		segs = append(segs, b.seg)
+		segs = append(segs, *b.seg)
 	}
 	for _, m := range c.messages {
 		for _, b := range m.blocks {
-			segs = append(segs, b.seg)
+			segs = append(segs, *b.seg)
 		}
 	}
 	return segs, nil

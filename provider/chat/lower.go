@@ -145,10 +145,45 @@ type loweredMessage struct {
 	seg provider.Segment
 }
 
+// messageList collects a request's messages, taking each from pieces when
+// an earlier request lowered it from the same entries.
+type messageList struct {
+	pieces provider.PieceScope
+	key    []byte // scratch
+	out    []*loweredMessage
+}
+
+// kept appends the message kept for src, if there is one.
+func (l *messageList) kept(src []core.Entry) bool {
+	l.key = l.pieces.AppendKey(l.key[:0], src...)
+	v, ok := l.pieces.Get(l.key)
+	if ok {
+		l.add(v.(*loweredMessage))
+	}
+	return ok
+}
+
+// keep appends raw, lowered from src (segment kind kind), and keeps it.
+func (l *messageList) keep(kind string, src []core.Entry, raw []byte) {
+	m := &loweredMessage{raw: raw}
+	if raw != nil {
+		m.seg = core.NewCacheSegment(kind, "", raw, src)
+	}
+	l.key = l.pieces.AppendKey(l.key[:0], src...)
+	l.pieces.Put(l.key, m, int64(len(raw))+provider.SegmentSize(m.seg))
+	l.add(m)
+}
+
+func (l *messageList) add(m *loweredMessage) {
+	if m.raw != nil {
+		l.out = append(l.out, m)
+	}
+}
+
 // lowerMessageList returns the request's messages with their segments. A
 // message an earlier request lowered from the same entries comes from
 // pieces, without reading their blobs.
-func lowerMessageList(ctx context.Context, blobs blob.Store, entries []core.Entry, opts LowerOptions, pieces provider.PieceScope) ([]loweredMessage, error) {
+func lowerMessageList(ctx context.Context, blobs blob.Store, entries []core.Entry, opts LowerOptions, pieces provider.PieceScope) ([]*loweredMessage, error) {
 	load := func(e core.Entry) ([]byte, error) {
 		data, err := blobs.Get(ctx, e.Content.Digest)
 		if err != nil {
@@ -156,30 +191,7 @@ func lowerMessageList(ctx context.Context, blobs blob.Store, entries []core.Entr
 		}
 		return data, nil
 	}
-
-	var out []loweredMessage
-	// emit appends the message lowered from src (of segment kind kind),
-	// taking it from pieces or calling lower and keeping what it made.
-	emit := func(kind string, src []core.Entry, lower func() ([]byte, error)) error {
-		key := pieces.Key(src...)
-		m, ok := pieces.Get(key)
-		if !ok {
-			raw, err := lower()
-			if err != nil {
-				return err
-			}
-			lm := loweredMessage{raw: raw}
-			if raw != nil {
-				lm.seg = core.NewCacheSegment(kind, "", raw, src)
-			}
-			pieces.Put(key, lm, int64(len(raw))+provider.SegmentSize(lm.seg))
-			m = lm
-		}
-		if lm := m.(loweredMessage); lm.raw != nil {
-			out = append(out, lm)
-		}
-		return nil
-	}
+	l := messageList{pieces: pieces, out: make([]*loweredMessage, 0, len(entries))}
 
 	// Instructions come first in the context; they become one system message.
 	var sources []core.Entry
@@ -188,39 +200,43 @@ func lowerMessageList(ctx context.Context, blobs blob.Store, entries []core.Entr
 			sources = append(sources, e)
 		}
 	}
-	if len(sources) > 0 {
-		err := emit(core.SegmentInstructions, sources, func() ([]byte, error) {
-			system := make([]string, len(sources))
-			for i, e := range sources {
-				text, err := entryText(e, load)
-				if err != nil {
-					return nil, err
-				}
-				system[i] = text
+	if len(sources) > 0 && !l.kept(sources) {
+		system := make([]string, len(sources))
+		for i, e := range sources {
+			text, err := entryText(e, load)
+			if err != nil {
+				return nil, err
 			}
-			var b bytes.Buffer
-			b.WriteString(`{"role":"system","content":`)
-			rawjson.WriteString(&b, strings.Join(system, "\n\n"))
-			b.WriteByte('}')
-			return b.Bytes(), nil
-		})
-		if err != nil {
-			return nil, err
+			system[i] = text
 		}
+		var b bytes.Buffer
+		b.WriteString(`{"role":"system","content":`)
+		rawjson.WriteString(&b, strings.Join(system, "\n\n"))
+		b.WriteByte('}')
+		l.keep(core.SegmentInstructions, sources, b.Bytes())
 	}
 
 	var g group
+	var src []core.Entry // the entries of the group being flushed
 	flush := func() error {
 		if g.phase == 0 {
 			return nil
 		}
-		cur := g
+		var kind string
+		kind, src = g.sources(src[:0])
+		if !l.kept(src) {
+			m, err := g.lower(load, opts)
+			if err != nil {
+				return err
+			}
+			l.keep(kind, src, m)
+		}
 		g = group{}
-		kind, src := cur.sources()
-		return emit(kind, src, func() ([]byte, error) { return cur.lower(load, opts) })
+		return nil
 	}
 
-	for _, e := range entries {
+	for i := range entries {
+		e := &entries[i] // groups point at entries; a copy per entry would escape
 		pk := e.Content.ProviderKind
 		switch {
 		case e.Kind == core.EntryInstructions:
@@ -234,7 +250,7 @@ func lowerMessageList(ctx context.Context, blobs blob.Store, entries []core.Entr
 					return nil, err
 				}
 			}
-			g.reasoning, g.phase = &e, phaseReasoning
+			g.reasoning, g.phase = e, phaseReasoning
 			continue
 		case e.Kind == core.EntryMessage && pk == ProviderKindMessage:
 			if g.phase >= phaseMessage {
@@ -242,27 +258,31 @@ func lowerMessageList(ctx context.Context, blobs blob.Store, entries []core.Entr
 					return nil, err
 				}
 			}
-			g.message, g.phase = &e, phaseMessage
+			g.message, g.phase = e, phaseMessage
 			continue
 		case e.Kind == core.EntryToolCall:
 			if pk != ProviderKindToolCall {
 				return nil, &UnsupportedEntryError{e.ID, e.Kind, "tool call of provider kind " + pk}
 			}
-			g.calls, g.phase = append(g.calls, e), phaseCalls
+			g.calls, g.phase = append(g.calls, *e), phaseCalls
 			continue
 		}
 
 		if err := flush(); err != nil {
 			return nil, err
 		}
-		if err := emit(e.Kind, []core.Entry{e}, func() ([]byte, error) { return lowerPlain(e, load) }); err != nil {
-			return nil, err
+		if src := []core.Entry{*e}; !l.kept(src) {
+			m, err := lowerPlain(*e, load)
+			if err != nil {
+				return nil, err
+			}
+			l.keep(e.Kind, src, m)
 		}
 	}
 	if err := flush(); err != nil {
 		return nil, err
 	}
-	return out, nil
+	return l.out, nil
 }
 
 // lowerPlain lowers a non-native entry: a tool result or a text message.
@@ -352,9 +372,9 @@ type group struct {
 }
 
 // sources returns the segment kind of the group's message (message, or
-// tool_call without a message) and the entries folded into it.
-func (g *group) sources() (string, []core.Entry) {
-	var src []core.Entry
+// tool_call without a message) and the entries folded into it, appended to
+// src.
+func (g *group) sources(src []core.Entry) (string, []core.Entry) {
 	kind := core.EntryToolCall
 	if g.reasoning != nil {
 		src = append(src, *g.reasoning)

@@ -88,7 +88,7 @@ func lowerWithSegments(ctx context.Context, blobs blob.Store, req provider.Reque
 		}
 		segs = append(segs, core.NewCacheSegment(core.SegmentTool, t.Name, tb.Bytes(), nil))
 	}
-	if l.instructions.raw != nil {
+	if l.instructions != nil {
 		segs = append(segs, l.instructions.seg)
 	}
 	for _, it := range l.items {
@@ -99,7 +99,7 @@ func lowerWithSegments(ctx context.Context, blobs blob.Store, req provider.Reque
 	buf.Grow(int(core.SegmentTotal(segs)) + len(segs) + 512) // the pieces, commas and framing: one allocation
 	buf.WriteString(`{"model":`)
 	rawjson.WriteString(&buf, req.Model.Model)
-	if l.instructions.raw != nil {
+	if l.instructions != nil {
 		buf.WriteString(`,"instructions":`)
 		buf.Write(l.instructions.raw)
 	}
@@ -251,6 +251,9 @@ func lowerEntries(ctx context.Context, blobs blob.Store, entries []core.Entry) (
 	for i, it := range l.items {
 		items[i] = it.raw
 	}
+	if l.instructions == nil {
+		return nil, items, nil
+	}
 	return l.instructions.raw, items, nil
 }
 
@@ -261,11 +264,35 @@ type loweredItem struct {
 	seg provider.Segment
 }
 
-// loweredEntries are the joined instructions (raw nil when there are none)
+// loweredEntries are the joined instructions (nil when there are none)
 // and the input items.
 type loweredEntries struct {
-	instructions loweredItem
-	items        []loweredItem
+	instructions *loweredItem
+	items        []*loweredItem
+}
+
+// itemPieces finds and keeps the pieces of one request.
+type itemPieces struct {
+	pieces provider.PieceScope
+	key    []byte // scratch
+}
+
+// kept returns the piece kept for src, if there is one.
+func (p *itemPieces) kept(src []core.Entry) (*loweredItem, bool) {
+	p.key = p.pieces.AppendKey(p.key[:0], src...)
+	v, ok := p.pieces.Get(p.key)
+	if !ok {
+		return nil, false
+	}
+	return v.(*loweredItem), true
+}
+
+// keep keeps raw, lowered from src (segment kind kind), and returns it.
+func (p *itemPieces) keep(kind string, src []core.Entry, raw []byte) *loweredItem {
+	it := &loweredItem{raw: raw, seg: core.NewCacheSegment(kind, "", raw, src)}
+	p.key = p.pieces.AppendKey(p.key[:0], src...)
+	p.pieces.Put(p.key, it, int64(len(raw))+provider.SegmentSize(it.seg))
+	return it
 }
 
 // lowerEntryList lowers entries to the joined instructions and the input
@@ -279,21 +306,7 @@ func lowerEntryList(ctx context.Context, blobs blob.Store, entries []core.Entry,
 		}
 		return data, nil
 	}
-	// piece returns what lower makes of src (of segment kind kind), from
-	// pieces or by calling it and keeping the result.
-	piece := func(kind string, src []core.Entry, lower func() ([]byte, error)) (loweredItem, error) {
-		key := pieces.Key(src...)
-		if v, ok := pieces.Get(key); ok {
-			return v.(loweredItem), nil
-		}
-		raw, err := lower()
-		if err != nil {
-			return loweredItem{}, err
-		}
-		it := loweredItem{raw: raw, seg: core.NewCacheSegment(kind, "", raw, src)}
-		pieces.Put(key, it, int64(len(raw))+provider.SegmentSize(it.seg))
-		return it, nil
-	}
+	p := itemPieces{pieces: pieces}
 
 	var l loweredEntries
 	var system []core.Entry
@@ -303,26 +316,24 @@ func lowerEntryList(ctx context.Context, blobs blob.Store, entries []core.Entry,
 		}
 	}
 	if len(system) > 0 {
-		it, err := piece(core.SegmentInstructions, system, func() ([]byte, error) {
+		it, ok := p.kept(system)
+		if !ok {
 			texts := make([]string, len(system))
 			for i, e := range system {
 				text, err := entryText(e, load)
 				if err != nil {
-					return nil, err
+					return l, err
 				}
 				texts[i] = text
 			}
 			var b bytes.Buffer
 			rawjson.WriteString(&b, strings.Join(texts, "\n\n"))
-			return b.Bytes(), nil
-		})
-		if err != nil {
-			return l, err
+			it = p.keep(core.SegmentInstructions, system, b.Bytes())
 		}
 		l.instructions = it
 	}
 
-	l.items = make([]loweredItem, 0, len(entries))
+	l.items = make([]*loweredItem, 0, len(entries))
 	for i, e := range entries {
 		if e.Kind == core.EntryInstructions {
 			continue
@@ -335,9 +346,14 @@ func lowerEntryList(ctx context.Context, blobs blob.Store, entries []core.Entry,
 			// later request fail, so it is left out.
 			continue
 		}
-		it, err := piece(e.Kind, []core.Entry{e}, func() ([]byte, error) { return lowerItem(e, load) })
-		if err != nil {
-			return l, err
+		src := []core.Entry{e}
+		it, ok := p.kept(src)
+		if !ok {
+			raw, err := lowerItem(e, load)
+			if err != nil {
+				return l, err
+			}
+			it = p.keep(e.Kind, src, raw)
 		}
 		l.items = append(l.items, it)
 	}
