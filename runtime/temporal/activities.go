@@ -171,7 +171,9 @@ func (a *Activities) Generate(ctx context.Context, in GenerateIn) (core.Generati
 	}
 	stop := heartbeat(ctx)
 	defer stop()
-	x := &runtime.Executor{Blobs: st, Adapters: a.Adapters, Tools: a.Tools, Pieces: a.pieces}
+	// Files holds the edges of a long segment list's chunks: without it
+	// every turn would store its whole list again.
+	x := &runtime.Executor{Blobs: st, Adapters: a.Adapters, Tools: a.Tools, Files: st, Pieces: a.pieces}
 	res, err := x.Generate(ctx, in.SessionID, w)
 	var pe *provider.Error
 	switch {
