@@ -94,11 +94,13 @@ func (p *Pieces) Put(key []byte, v any, size int64) {
 }
 
 // PieceScope is one request's view of a Pieces: its keys carry what,
-// besides the entries, decides how an adapter lowers them. The zero
-// PieceScope keeps nothing.
+// besides the entries, decides how an adapter lowers them. A nil
+// *PieceScope keeps nothing. Not for concurrent use: one request lowers
+// through it.
 type PieceScope struct {
 	pieces *Pieces
 	prefix []byte
+	key    []byte // scratch, reused from piece to piece
 }
 
 // Scope returns the view for a request lowered by an adapter of apiKind;
@@ -106,24 +108,24 @@ type PieceScope struct {
 // the field reasoning is re-sent under). The session and model are part of
 // every key although no adapter's entry lowering reads them today: a piece
 // is then never shared with a request it was not made for.
-func (p *Pieces) Scope(apiKind string, req Request, variant string) PieceScope {
+func (p *Pieces) Scope(apiKind string, req Request, variant string) *PieceScope {
 	if p == nil {
-		return PieceScope{}
+		return nil
 	}
 	var b []byte
 	for _, s := range []string{apiKind, req.SessionID, req.Model.Model, variant} {
 		b = appendField(b, s)
 	}
-	return PieceScope{pieces: p, prefix: b}
+	return &PieceScope{pieces: p, prefix: b}
 }
 
 // AppendKey appends to dst the key of the piece lowered from entries, in
 // order: every entry field an adapter's lowering reads (and the cache
 // segment records) is in it. Callers reuse dst from entry to entry, so a
-// request that finds its pieces allocates no keys. The zero scope appends
+// request that finds its pieces allocates no keys. A nil scope appends
 // nothing.
-func (s PieceScope) AppendKey(dst []byte, entries ...core.Entry) []byte {
-	if s.pieces == nil {
+func (s *PieceScope) AppendKey(dst []byte, entries ...core.Entry) []byte {
+	if s == nil {
 		return dst
 	}
 	dst = append(dst, s.prefix...)
@@ -141,10 +143,52 @@ func (s PieceScope) AppendKey(dst []byte, entries ...core.Entry) []byte {
 }
 
 // Get returns the piece kept under key (from AppendKey).
-func (s PieceScope) Get(key []byte) (any, bool) { return s.pieces.Get(key) }
+func (s *PieceScope) Get(key []byte) (any, bool) {
+	if s == nil {
+		return nil, false
+	}
+	return s.pieces.Get(key)
+}
 
 // Put keeps v, holding size bytes, under key (from AppendKey).
-func (s PieceScope) Put(key []byte, v any, size int64) { s.pieces.Put(key, v, size) }
+func (s *PieceScope) Put(key []byte, v any, size int64) {
+	if s != nil {
+		s.pieces.Put(key, v, size)
+	}
+}
+
+// Piece is the piece an adapter keeps when its unit is one run of bytes
+// (a message, an input item): the bytes and their cache segment. A nil Raw
+// records that the entries lower to nothing a request carries.
+type Piece struct {
+	Raw     []byte
+	Segment Segment
+}
+
+// Lookup returns the Piece kept for the entries src.
+func (s *PieceScope) Lookup(src ...core.Entry) (*Piece, bool) {
+	if s == nil {
+		return nil, false
+	}
+	s.key = s.AppendKey(s.key[:0], src...)
+	v, _ := s.Get(s.key)
+	p, ok := v.(*Piece)
+	return p, ok
+}
+
+// Keep returns the Piece of raw, lowered from src, with a segment of kind
+// kind, and keeps it for the requests after this one.
+func (s *PieceScope) Keep(kind string, src []core.Entry, raw []byte) *Piece {
+	p := &Piece{Raw: raw}
+	if raw != nil {
+		p.Segment = core.NewCacheSegment(kind, "", raw, src)
+	}
+	if s != nil {
+		s.key = s.AppendKey(s.key[:0], src...)
+		s.Put(s.key, p, int64(len(raw))+SegmentSize(p.Segment))
+	}
+	return p
+}
 
 // SegmentSize is the bytes a kept segment holds in its strings, for the
 // size a piece declares to Put.

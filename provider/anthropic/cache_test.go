@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
-
-	"github.com/cairn-agents/cairn/provider"
 )
 
 // marked returns, for a parsed request, where the markers are: "system:i",
@@ -74,7 +72,7 @@ func TestCacheMarkerSkipsThinkingAndCitedBlocks(t *testing.T) {
 	// block is cited, so the marker goes on the block before it.
 	b := newCtx(t)
 	b.user("q")
-	conv, err := lowerContext(context.Background(), b.blobs, b.entries, provider.PieceScope{})
+	conv, err := lowerContext(context.Background(), b.blobs, b.entries, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,7 +63,7 @@ func Lower(ctx context.Context, blobs blob.Store, req provider.Request) ([]byte,
 // lowerContext turns entries into system blocks and alternating messages.
 // An entry an earlier request lowered comes from pieces, without reading
 // its blob.
-func lowerContext(ctx context.Context, blobs blob.Store, entries []core.Entry, pieces provider.PieceScope) (conversation, error) {
+func lowerContext(ctx context.Context, blobs blob.Store, entries []core.Entry, pieces *provider.PieceScope) (conversation, error) {
 	load := func(e core.Entry) ([]byte, error) {
 		data, err := blobs.Get(ctx, e.Content.Digest)
 		if err != nil {

@@ -54,8 +54,7 @@ func lowerWithSegments(ctx context.Context, blobs blob.Store, req provider.Reque
 	if req.Model.Model == "" {
 		return nil, nil, fmt.Errorf("chat: request has no model")
 	}
-	pieces := req.Pieces.Scope(APIKind, req, opts.ReasoningField)
-	lowered, err := lowerMessageList(ctx, blobs, req.Entries, opts, pieces)
+	lowered, err := lowerMessageList(ctx, blobs, req.Entries, opts, req.Pieces.Scope(APIKind, req, opts.ReasoningField))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -68,7 +67,7 @@ func lowerWithSegments(ctx context.Context, blobs blob.Store, req provider.Reque
 		segs = append(segs, core.NewCacheSegment(core.SegmentTool, t.Name, tb.Bytes(), nil))
 	}
 	for _, m := range lowered {
-		segs = append(segs, m.seg)
+		segs = append(segs, m.Segment)
 	}
 	var buf bytes.Buffer
 	buf.Grow(int(core.SegmentTotal(segs)) + len(segs) + 256) // the pieces, commas and framing: one allocation
@@ -79,7 +78,7 @@ func lowerWithSegments(ctx context.Context, blobs blob.Store, req provider.Reque
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		buf.Write(m.raw)
+		buf.Write(m.Raw)
 	}
 	buf.WriteByte(']')
 	if len(req.Tools) > 0 {
@@ -126,64 +125,21 @@ func writeTool(buf *bytes.Buffer, t provider.Tool) error {
 
 // lowerMessages returns the request's messages, each as exact bytes.
 func lowerMessages(ctx context.Context, blobs blob.Store, entries []core.Entry, opts LowerOptions) ([][]byte, error) {
-	lowered, err := lowerMessageList(ctx, blobs, entries, opts, provider.PieceScope{})
+	lowered, err := lowerMessageList(ctx, blobs, entries, opts, nil)
 	if err != nil {
 		return nil, err
 	}
 	out := make([][]byte, len(lowered))
 	for i, m := range lowered {
-		out[i] = m.raw
+		out[i] = m.Raw
 	}
 	return out, nil
 }
 
-// loweredMessage is one request message and its cache segment; it is the
-// piece this adapter keeps. A nil raw records that the entries it covers
-// make no message (reasoning alone, say).
-type loweredMessage struct {
-	raw []byte
-	seg provider.Segment
-}
-
-// messageList collects a request's messages, taking each from pieces when
-// an earlier request lowered it from the same entries.
-type messageList struct {
-	pieces provider.PieceScope
-	key    []byte // scratch
-	out    []*loweredMessage
-}
-
-// kept appends the message kept for src, if there is one.
-func (l *messageList) kept(src []core.Entry) bool {
-	l.key = l.pieces.AppendKey(l.key[:0], src...)
-	v, ok := l.pieces.Get(l.key)
-	if ok {
-		l.add(v.(*loweredMessage))
-	}
-	return ok
-}
-
-// keep appends raw, lowered from src (segment kind kind), and keeps it.
-func (l *messageList) keep(kind string, src []core.Entry, raw []byte) {
-	m := &loweredMessage{raw: raw}
-	if raw != nil {
-		m.seg = core.NewCacheSegment(kind, "", raw, src)
-	}
-	l.key = l.pieces.AppendKey(l.key[:0], src...)
-	l.pieces.Put(l.key, m, int64(len(raw))+provider.SegmentSize(m.seg))
-	l.add(m)
-}
-
-func (l *messageList) add(m *loweredMessage) {
-	if m.raw != nil {
-		l.out = append(l.out, m)
-	}
-}
-
-// lowerMessageList returns the request's messages with their segments. A
-// message an earlier request lowered from the same entries comes from
-// pieces, without reading their blobs.
-func lowerMessageList(ctx context.Context, blobs blob.Store, entries []core.Entry, opts LowerOptions, pieces provider.PieceScope) ([]*loweredMessage, error) {
+// lowerMessageList returns the request's messages, each a piece: its bytes
+// and cache segment. A message an earlier request lowered from the same
+// entries comes from pieces, without reading their blobs.
+func lowerMessageList(ctx context.Context, blobs blob.Store, entries []core.Entry, opts LowerOptions, pieces *provider.PieceScope) ([]*provider.Piece, error) {
 	load := func(e core.Entry) ([]byte, error) {
 		data, err := blobs.Get(ctx, e.Content.Digest)
 		if err != nil {
@@ -191,7 +147,12 @@ func lowerMessageList(ctx context.Context, blobs blob.Store, entries []core.Entr
 		}
 		return data, nil
 	}
-	l := messageList{pieces: pieces, out: make([]*loweredMessage, 0, len(entries))}
+	out := make([]*provider.Piece, 0, len(entries))
+	add := func(m *provider.Piece) {
+		if m.Raw != nil { // nil: the entries make no message
+			out = append(out, m)
+		}
+	}
 
 	// Instructions come first in the context; they become one system message.
 	var sources []core.Entry
@@ -200,20 +161,24 @@ func lowerMessageList(ctx context.Context, blobs blob.Store, entries []core.Entr
 			sources = append(sources, e)
 		}
 	}
-	if len(sources) > 0 && !l.kept(sources) {
-		system := make([]string, len(sources))
-		for i, e := range sources {
-			text, err := entryText(e, load)
-			if err != nil {
-				return nil, err
+	if len(sources) > 0 {
+		m, ok := pieces.Lookup(sources...)
+		if !ok {
+			system := make([]string, len(sources))
+			for i, e := range sources {
+				text, err := entryText(e, load)
+				if err != nil {
+					return nil, err
+				}
+				system[i] = text
 			}
-			system[i] = text
+			var b bytes.Buffer
+			b.WriteString(`{"role":"system","content":`)
+			rawjson.WriteString(&b, strings.Join(system, "\n\n"))
+			b.WriteByte('}')
+			m = pieces.Keep(core.SegmentInstructions, sources, b.Bytes())
 		}
-		var b bytes.Buffer
-		b.WriteString(`{"role":"system","content":`)
-		rawjson.WriteString(&b, strings.Join(system, "\n\n"))
-		b.WriteByte('}')
-		l.keep(core.SegmentInstructions, sources, b.Bytes())
+		add(m)
 	}
 
 	var g group
@@ -224,13 +189,15 @@ func lowerMessageList(ctx context.Context, blobs blob.Store, entries []core.Entr
 		}
 		var kind string
 		kind, src = g.sources(src[:0])
-		if !l.kept(src) {
-			m, err := g.lower(load, opts)
+		m, ok := pieces.Lookup(src...)
+		if !ok {
+			raw, err := g.lower(load, opts)
 			if err != nil {
 				return err
 			}
-			l.keep(kind, src, m)
+			m = pieces.Keep(kind, src, raw)
 		}
+		add(m)
 		g = group{}
 		return nil
 	}
@@ -271,18 +238,20 @@ func lowerMessageList(ctx context.Context, blobs blob.Store, entries []core.Entr
 		if err := flush(); err != nil {
 			return nil, err
 		}
-		if src := []core.Entry{*e}; !l.kept(src) {
-			m, err := lowerPlain(*e, load)
+		m, ok := pieces.Lookup(*e)
+		if !ok {
+			raw, err := lowerPlain(*e, load)
 			if err != nil {
 				return nil, err
 			}
-			l.keep(e.Kind, src, m)
+			m = pieces.Keep(e.Kind, []core.Entry{*e}, raw)
 		}
+		add(m)
 	}
 	if err := flush(); err != nil {
 		return nil, err
 	}
-	return l.out, nil
+	return out, nil
 }
 
 // lowerPlain lowers a non-native entry: a tool result or a text message.

@@ -89,10 +89,10 @@ func lowerWithSegments(ctx context.Context, blobs blob.Store, req provider.Reque
 		segs = append(segs, core.NewCacheSegment(core.SegmentTool, t.Name, tb.Bytes(), nil))
 	}
 	if l.instructions != nil {
-		segs = append(segs, l.instructions.seg)
+		segs = append(segs, l.instructions.Segment)
 	}
 	for _, it := range l.items {
-		segs = append(segs, it.seg)
+		segs = append(segs, it.Segment)
 	}
 
 	var buf bytes.Buffer
@@ -101,7 +101,7 @@ func lowerWithSegments(ctx context.Context, blobs blob.Store, req provider.Reque
 	rawjson.WriteString(&buf, req.Model.Model)
 	if l.instructions != nil {
 		buf.WriteString(`,"instructions":`)
-		buf.Write(l.instructions.raw)
+		buf.Write(l.instructions.Raw)
 	}
 	if len(req.Tools) > 0 {
 		buf.WriteString(`,"tools":[`)
@@ -125,7 +125,7 @@ func lowerWithSegments(ctx context.Context, blobs blob.Store, req provider.Reque
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		buf.Write(it.raw)
+		buf.Write(it.Raw)
 	}
 	buf.WriteByte(']')
 	var cm []byte
@@ -243,62 +243,31 @@ func writeTool(buf *bytes.Buffer, t provider.Tool) error {
 // lowerEntries returns the joined instructions as a JSON string (nil when
 // there are none) and the input items, each as exact bytes, in context order.
 func lowerEntries(ctx context.Context, blobs blob.Store, entries []core.Entry) ([]byte, [][]byte, error) {
-	l, err := lowerEntryList(ctx, blobs, entries, provider.PieceScope{})
+	l, err := lowerEntryList(ctx, blobs, entries, nil)
 	if err != nil {
 		return nil, nil, err
 	}
 	items := make([][]byte, len(l.items))
 	for i, it := range l.items {
-		items[i] = it.raw
+		items[i] = it.Raw
 	}
 	if l.instructions == nil {
 		return nil, items, nil
 	}
-	return l.instructions.raw, items, nil
-}
-
-// loweredItem is one lowered piece (an input item, or the instructions
-// string) and its cache segment; it is the piece this adapter keeps.
-type loweredItem struct {
-	raw []byte
-	seg provider.Segment
+	return l.instructions.Raw, items, nil
 }
 
 // loweredEntries are the joined instructions (nil when there are none)
-// and the input items.
+// and the input items, each a piece: its bytes and cache segment.
 type loweredEntries struct {
-	instructions *loweredItem
-	items        []*loweredItem
-}
-
-// itemPieces finds and keeps the pieces of one request.
-type itemPieces struct {
-	pieces provider.PieceScope
-	key    []byte // scratch
-}
-
-// kept returns the piece kept for src, if there is one.
-func (p *itemPieces) kept(src []core.Entry) (*loweredItem, bool) {
-	p.key = p.pieces.AppendKey(p.key[:0], src...)
-	v, ok := p.pieces.Get(p.key)
-	if !ok {
-		return nil, false
-	}
-	return v.(*loweredItem), true
-}
-
-// keep keeps raw, lowered from src (segment kind kind), and returns it.
-func (p *itemPieces) keep(kind string, src []core.Entry, raw []byte) *loweredItem {
-	it := &loweredItem{raw: raw, seg: core.NewCacheSegment(kind, "", raw, src)}
-	p.key = p.pieces.AppendKey(p.key[:0], src...)
-	p.pieces.Put(p.key, it, int64(len(raw))+provider.SegmentSize(it.seg))
-	return it
+	instructions *provider.Piece
+	items        []*provider.Piece
 }
 
 // lowerEntryList lowers entries to the joined instructions and the input
-// items with their segments. A piece an earlier request lowered from the
-// same entries comes from pieces, without reading their blobs.
-func lowerEntryList(ctx context.Context, blobs blob.Store, entries []core.Entry, pieces provider.PieceScope) (loweredEntries, error) {
+// items. A piece an earlier request lowered from the same entries comes
+// from pieces, without reading their blobs.
+func lowerEntryList(ctx context.Context, blobs blob.Store, entries []core.Entry, pieces *provider.PieceScope) (loweredEntries, error) {
 	load := func(e core.Entry) ([]byte, error) {
 		data, err := blobs.Get(ctx, e.Content.Digest)
 		if err != nil {
@@ -306,7 +275,6 @@ func lowerEntryList(ctx context.Context, blobs blob.Store, entries []core.Entry,
 		}
 		return data, nil
 	}
-	p := itemPieces{pieces: pieces}
 
 	var l loweredEntries
 	var system []core.Entry
@@ -316,7 +284,7 @@ func lowerEntryList(ctx context.Context, blobs blob.Store, entries []core.Entry,
 		}
 	}
 	if len(system) > 0 {
-		it, ok := p.kept(system)
+		it, ok := pieces.Lookup(system...)
 		if !ok {
 			texts := make([]string, len(system))
 			for i, e := range system {
@@ -328,12 +296,12 @@ func lowerEntryList(ctx context.Context, blobs blob.Store, entries []core.Entry,
 			}
 			var b bytes.Buffer
 			rawjson.WriteString(&b, strings.Join(texts, "\n\n"))
-			it = p.keep(core.SegmentInstructions, system, b.Bytes())
+			it = pieces.Keep(core.SegmentInstructions, system, b.Bytes())
 		}
 		l.instructions = it
 	}
 
-	l.items = make([]*loweredItem, 0, len(entries))
+	l.items = make([]*provider.Piece, 0, len(entries))
 	for i, e := range entries {
 		if e.Kind == core.EntryInstructions {
 			continue
@@ -346,14 +314,13 @@ func lowerEntryList(ctx context.Context, blobs blob.Store, entries []core.Entry,
 			// later request fail, so it is left out.
 			continue
 		}
-		src := []core.Entry{e}
-		it, ok := p.kept(src)
+		it, ok := pieces.Lookup(e)
 		if !ok {
 			raw, err := lowerItem(e, load)
 			if err != nil {
 				return l, err
 			}
-			it = p.keep(e.Kind, src, raw)
+			it = pieces.Keep(e.Kind, []core.Entry{e}, raw)
 		}
 		l.items = append(l.items, it)
 	}
