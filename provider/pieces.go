@@ -31,10 +31,11 @@ type Pieces struct {
 	mu    sync.Mutex
 	size  int64
 	byKey map[string]*list.Element
-	order *list.List // front = most recently used; values are *piece
+	order *list.List // front = most recently used; values are *kept
 }
 
-type piece struct {
+// kept is one piece in the list, with what the bound counts of it.
+type kept struct {
 	key  string
 	v    any
 	size int64
@@ -62,7 +63,7 @@ func (p *Pieces) Get(key []byte) (any, bool) {
 		return nil, false
 	}
 	p.order.MoveToFront(el)
-	return el.Value.(*piece).v, true
+	return el.Value.(*kept).v, true
 }
 
 // Put keeps v under key; size is the bytes v holds. A piece larger than
@@ -82,11 +83,11 @@ func (p *Pieces) Put(key []byte, v any, size int64) {
 		return
 	}
 	k := string(key)
-	p.byKey[k] = p.order.PushFront(&piece{key: k, v: v, size: size})
+	p.byKey[k] = p.order.PushFront(&kept{key: k, v: v, size: size})
 	p.size += size
 	for p.size > p.max {
 		el := p.order.Back()
-		pc := el.Value.(*piece)
+		pc := el.Value.(*kept)
 		p.order.Remove(el)
 		delete(p.byKey, pc.key)
 		p.size -= pc.size
