@@ -34,6 +34,9 @@ type Request struct {
 	// Responses adapter asks the provider to compact in this request; native
 	// compaction items come back as EntryCompaction entries.
 	Compaction *core.Compaction
+	// Pieces, when set, keeps lowered entries for the session's later
+	// requests (and reuses those of earlier ones). nil lowers everything.
+	Pieces *Pieces
 }
 
 // Output is what an adapter returns after writing native material to CAS.

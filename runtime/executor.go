@@ -2,11 +2,9 @@ package runtime
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"unicode/utf8"
 
 	"github.com/cairn-agents/cairn/blob"
@@ -30,7 +28,21 @@ type Executor struct {
 	// Logger records failures the model only sees as a constant result
 	// (a tool that failed at the runtime boundary); nil means slog.Default().
 	Logger *slog.Logger
+	// Pieces keeps what requests are built from between generations: each
+	// adapter's lowered entries and the stored chunks of segment lists
+	// (see putSegments). nil lowers and stores every request whole. One is
+	// shared by every session a process or worker serves: it is bounded by
+	// bytes, and its keys name the session.
+	Pieces *provider.Pieces
 }
+
+// DefaultPiecesBytes bounds the Pieces a host gives its executors. It
+// holds the whole lowered context of the heaviest session the issue 17
+// benchmark drives (100 re-reads of a 256 KiB file: 26 MB of tool results
+// at turn 100) with room for many short sessions besides. Beyond it the
+// least recently used pieces are lowered again from their blobs, which is
+// what every turn cost before.
+const DefaultPiecesBytes = 64 << 20
 
 func (x *Executor) logger() *slog.Logger {
 	if x.Logger == nil {
@@ -61,6 +73,7 @@ func (x *Executor) Generate(ctx context.Context, sessionID string, w core.Genera
 		Tools:      x.Tools.Definitions(w.Config.Tools),
 		Params:     w.Config.ProviderParams,
 		Compaction: w.Config.Compaction,
+		Pieces:     x.Pieces,
 	})
 	if err != nil {
 		return core.GenerationResult{}, err
@@ -68,7 +81,7 @@ func (x *Executor) Generate(ctx context.Context, sessionID string, w core.Genera
 	return core.GenerationResult{
 		RunID: w.RunID, Turn: w.Turn, Entries: out.Entries, ToolCalls: out.ToolCalls,
 		Finish: out.Finish, ResponseID: out.ResponseID, Usage: out.Usage, Failure: out.Failure,
-		Cache: x.cacheFacts(ctx, w.Config.Model, out),
+		Cache: x.cacheFacts(ctx, sessionID, w.Config.Model, out),
 	}, nil
 }
 
@@ -76,56 +89,16 @@ func (x *Executor) Generate(ctx context.Context, sessionID string, w core.Genera
 // the adapter reported no segments. The provider has answered by now, so a
 // failure to store the list drops the facts rather than the answer (the
 // prompt-cache report skips a generation without them).
-func (x *Executor) cacheFacts(ctx context.Context, model core.ModelSelection, out provider.Output) *core.CacheFacts {
+func (x *Executor) cacheFacts(ctx context.Context, sessionID string, model core.ModelSelection, out provider.Output) *core.CacheFacts {
 	if len(out.Segments) == 0 {
 		return nil
 	}
-	ref, err := x.putSegments(ctx, out.Segments)
+	ref, err := x.putSegments(ctx, sessionID, out.Segments)
 	if err != nil {
 		return nil
 	}
 	return &core.CacheFacts{ProviderID: model.ProviderID, APIKind: model.APIKind, Model: model.Model, RequestBytes: out.RequestBytes,
 		SegmentBytes: core.SegmentTotal(out.Segments), SegmentCount: len(out.Segments), Segments: ref}
-}
-
-// putSegments stores a segment list: as one list when it is short or
-// there is no edge store to hold chunks, else in chunks behind an index
-// (core.MediaRequestSegmentIndex) with edges to them.
-func (x *Executor) putSegments(ctx context.Context, segs []core.CacheSegment) (content.ContentRef, error) {
-	if len(segs) <= core.SegmentChunk || x.Files == nil {
-		data, err := core.EncodeSegments(segs)
-		if err != nil {
-			return content.ContentRef{}, err
-		}
-		return blob.PutRef(ctx, x.Blobs, data, core.MediaRequestSegments, "")
-	}
-	var ix core.SegmentIndex
-	var kids []content.Digest
-	for _, chunk := range core.ChunkSegments(segs) {
-		data, err := core.EncodeSegments(chunk)
-		if err != nil {
-			return content.ContentRef{}, err
-		}
-		d, err := x.Blobs.Put(ctx, data)
-		if err != nil {
-			return content.ContentRef{}, err
-		}
-		ix.Chunks = append(ix.Chunks, core.SegmentChunkRef{Ref: d, Count: len(chunk)})
-		kids = append(kids, d)
-	}
-	data, err := json.Marshal(ix)
-	if err != nil {
-		return content.ContentRef{}, err
-	}
-	ref, err := blob.PutRef(ctx, x.Blobs, data, core.MediaRequestSegmentIndex, "")
-	if err != nil {
-		return content.ContentRef{}, err
-	}
-	content.SortDigests(kids)
-	if err := x.Files.PutEdges(ctx, ref.Digest, slices.Compact(kids)); err != nil {
-		return content.ContentRef{}, err
-	}
-	return ref, nil
 }
 
 // FailedGeneration turns a generation error the host will not retry into the

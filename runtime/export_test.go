@@ -1,4 +1,13 @@
 package runtime
 
-// PutSegments exposes putSegments to the external tests.
-var PutSegments = (*Executor).putSegments
+import (
+	"context"
+
+	"github.com/cairn-agents/cairn/content"
+	"github.com/cairn-agents/cairn/core"
+)
+
+// PutSegments exposes putSegments to the external tests, for one session.
+func PutSegments(x *Executor, ctx context.Context, segs []core.CacheSegment) (content.ContentRef, error) {
+	return x.putSegments(ctx, "s1", segs)
+}

@@ -3,12 +3,15 @@ package runtime_test
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/cairn-agents/cairn/blob"
 	"github.com/cairn-agents/cairn/content"
 	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/provider"
 	"github.com/cairn-agents/cairn/runtime"
 	"github.com/cairn-agents/cairn/store"
 	"github.com/cairn-agents/cairn/view"
@@ -85,5 +88,75 @@ func TestLongSegmentListsAreChunkedAndShareTheirPrefix(t *testing.T) {
 		if got, err := view.ReadSegments(ctx, blobs, ref); err != nil || len(got) != len(c.segs) {
 			t.Fatalf("read back %d of %d, %v", len(got), len(c.segs), err)
 		}
+	}
+}
+
+// countingBlobs counts the blobs stored through it.
+type countingBlobs struct {
+	blob.Store
+	puts int
+}
+
+func (c *countingBlobs) Put(ctx context.Context, data []byte) (content.Digest, error) {
+	c.puts++
+	return c.Store.Put(ctx, data)
+}
+
+// With Pieces, a chunk an earlier list stored is neither encoded nor
+// stored again: the next turn puts its changed last chunk and its index,
+// and the index is the one storing every chunk gives. A remembered chunk
+// that was collected since is stored again, and the index's edges hold it.
+func TestRepeatedSegmentChunksAreStoredOnce(t *testing.T) {
+	ctx := context.Background()
+	mem := blob.NewMemory()
+	files := store.NewMemory(mem)
+	counted := &countingBlobs{Store: mem}
+	x := &runtime.Executor{Blobs: counted, Files: files, Pieces: provider.NewPieces(1 << 20)}
+	plain := &runtime.Executor{Blobs: mem, Files: files}
+
+	first := segments(150, "turn")
+	if _, err := runtime.PutSegments(x, ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	next := append(slices.Clone(first[:140]), segments(20, "next")...)
+	counted.puts = 0
+	ref, err := runtime.PutSegments(x, ctx, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counted.puts != 2 {
+		t.Fatalf("the next turn stored %d blobs, want 2 (its last chunk and its index)", counted.puts)
+	}
+	if want, err := runtime.PutSegments(plain, ctx, next); err != nil || want != ref {
+		t.Fatalf("the list is stored as %v, and as %v (%v) without remembered chunks", ref, want, err)
+	}
+
+	// Collect the first chunk, shared by both lists.
+	ix, err := mem.Get(ctx, ref.Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	index, err := core.DecodeSegmentIndex(ix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := index.Chunks[0].Ref
+	if _, ok := mem.DeleteIf(gone, func(time.Time) bool { return true }); !ok {
+		t.Fatal("could not delete the first chunk")
+	}
+	again, err := runtime.PutSegments(x, ctx, next)
+	if err != nil || again != ref {
+		t.Fatalf("after its first chunk was collected the list is stored as %v, %v; want %v", again, err, ref)
+	}
+	if _, err := mem.Get(ctx, gone); err != nil {
+		t.Fatalf("the collected chunk was not stored again: %v", err)
+	}
+	kids, err := files.Children(ctx, ref.Digest)
+	if err != nil || !slices.Contains(kids, gone) {
+		t.Fatalf("the index's edges %v (%v) do not hold the chunk stored again", kids, err)
+	}
+	got, err := view.ReadSegments(ctx, mem, again)
+	if err != nil || !reflect.DeepEqual(got, next) {
+		t.Fatalf("read back %d segments, %v; want the list stored", len(got), err)
 	}
 }

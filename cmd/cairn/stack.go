@@ -84,6 +84,8 @@ func startHost(ctx context.Context, log store.SessionLog, blobs blob.Store, file
 		Files:       files,
 		Transcriber: transcribe.New(o.resolver, &http.Client{Transport: o.transport}),
 		Logger:      o.logger,
+		// A turn lowers only the entries no earlier turn lowered.
+		Pieces: provider.NewPieces(runtime.DefaultPiecesBytes),
 	}
 	cps, _ := log.(store.Checkpoints) // nil for a log without checkpoints
 	host := local.New(local.Options{Log: log, Blobs: blobs, Executor: exec, Logger: o.logger, Checkpoints: cps,

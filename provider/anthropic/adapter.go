@@ -57,7 +57,7 @@ func (a *Adapter) Generate(ctx context.Context, blobs blob.Store, req provider.R
 	if err != nil {
 		return provider.Output{}, fmt.Errorf("anthropic: %w", err)
 	}
-	conv, err := lowerContext(ctx, blobs, req.Entries)
+	conv, err := lowerContext(ctx, blobs, req.Entries, req.Pieces.Scope(APIKind, req, ""))
 	if err != nil {
 		return provider.Output{}, err
 	}

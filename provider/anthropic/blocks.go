@@ -15,10 +15,10 @@ import (
 type block struct {
 	raw []byte
 	typ string
-	// src is the context entry the block was lowered from (nil for blocks
-	// built during a request, such as a pause continuation); it only
-	// labels the block's cache segment.
-	src *core.Entry
+	// seg is the block's cache segment, made with the block from its
+	// context entry (nil for blocks built during a request, such as a
+	// pause continuation, which no segment list reports).
+	seg *core.CacheSegment
 }
 
 // parseBlock reads a content block's type; the block must be a JSON object

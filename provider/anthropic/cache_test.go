@@ -72,7 +72,7 @@ func TestCacheMarkerSkipsThinkingAndCitedBlocks(t *testing.T) {
 	// block is cited, so the marker goes on the block before it.
 	b := newCtx(t)
 	b.user("q")
-	conv, err := lowerContext(context.Background(), b.blobs, b.entries)
+	conv, err := lowerContext(context.Background(), b.blobs, b.entries, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,7 +94,7 @@ func LowerCompact(ctx context.Context, blobs blob.Store, req provider.CompactReq
 
 func lowerCompact(ctx context.Context, blobs blob.Store, req provider.CompactRequest, p params) ([]byte, error) {
 	budget := provider.SummaryTokens(req.TargetTokens)
-	conv, err := lowerContext(ctx, blobs, req.Entries)
+	conv, err := lowerContext(ctx, blobs, req.Entries, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -52,7 +53,7 @@ func Lower(ctx context.Context, blobs blob.Store, req provider.Request) ([]byte,
 	if err != nil {
 		return nil, err
 	}
-	conv, err := lowerContext(ctx, blobs, req.Entries)
+	conv, err := lowerContext(ctx, blobs, req.Entries, req.Pieces.Scope(APIKind, req, ""))
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +61,9 @@ func Lower(ctx context.Context, blobs blob.Store, req provider.Request) ([]byte,
 }
 
 // lowerContext turns entries into system blocks and alternating messages.
-func lowerContext(ctx context.Context, blobs blob.Store, entries []core.Entry) (conversation, error) {
+// An entry an earlier request lowered comes from pieces, without reading
+// its blob.
+func lowerContext(ctx context.Context, blobs blob.Store, entries []core.Entry, pieces *provider.PieceScope) (conversation, error) {
 	load := func(e core.Entry) ([]byte, error) {
 		data, err := blobs.Get(ctx, e.Content.Digest)
 		if err != nil {
@@ -69,28 +72,69 @@ func lowerContext(ctx context.Context, blobs blob.Store, entries []core.Entry) (
 		return data, nil
 	}
 	var c conversation
+	var key []byte // scratch
 	for _, e := range entries {
-		if e.Kind == core.EntryInstructions {
-			text, err := entryText(e, load)
-			if err != nil {
+		key = pieces.AppendKey(key[:0], e)
+		v, ok := pieces.Get(key)
+		p, _ := v.(*entryPiece)
+		if !ok {
+			var err error
+			if p, err = lowerPiece(e, load); err != nil {
 				return conversation{}, err
 			}
-			b := textBlock(text)
-			b.src = &e
-			c.system = append(c.system, b)
+			pieces.Put(key, p, p.size())
+		}
+		if e.Kind == core.EntryInstructions {
+			c.system = append(c.system, p.blocks...)
 			continue
 		}
-		role, blocks, err := lowerEntry(e, load)
-		if err != nil {
-			return conversation{}, err
-		}
-		for i := range blocks {
-			blocks[i].src = &e
-		}
-		c.messages = appendBlocks(c.messages, role, blocks)
+		c.messages = appendBlocks(c.messages, p.role, p.blocks)
 	}
 	c.messages = normalize(c.messages)
 	return c, nil
+}
+
+// entryPiece is one entry's blocks and the role of the message they go
+// in ("" for system blocks); it is the piece this adapter keeps. Blocks
+// join other entries' blocks in messages only when the request is
+// assembled, and cache markers are added to copies then, so a piece is the
+// same wherever the entry sits.
+type entryPiece struct {
+	role   string
+	blocks []block // full: appending to it copies, so a kept piece is never written
+}
+
+// lowerPiece lowers one entry to its blocks, each with its cache segment:
+// the block's bytes, plus its message's role (a block's digest covers
+// both, since the provider reads the same bytes differently per role).
+func lowerPiece(e core.Entry, load func(core.Entry) ([]byte, error)) (*entryPiece, error) {
+	if e.Kind == core.EntryInstructions {
+		text, err := entryText(e, load)
+		if err != nil {
+			return nil, err
+		}
+		b := textBlock(text)
+		seg := core.NewCacheSegment(core.SegmentInstructions, "", b.raw, []core.Entry{e})
+		b.seg = &seg
+		return &entryPiece{blocks: []block{b}}, nil
+	}
+	role, blocks, err := lowerEntry(e, load)
+	if err != nil {
+		return nil, err
+	}
+	for i := range blocks {
+		seg := core.NewCacheSegment(e.Kind, "", blocks[i].raw, []core.Entry{e}, []byte(role))
+		blocks[i].seg = &seg
+	}
+	return &entryPiece{role: role, blocks: slices.Clip(blocks)}, nil
+}
+
+func (p *entryPiece) size() int64 {
+	var n int64
+	for _, b := range p.blocks {
+		n += int64(len(b.raw)+len(b.typ)) + provider.SegmentSize(*b.seg)
+	}
+	return n
 }
 
 // appendBlocks adds blocks to the last message when it has the same role,
@@ -411,7 +455,8 @@ func (c conversation) body(model string, p params, tools []provider.Tool) ([]byt
 // the order of Anthropic's cache hierarchy: each tool, each system block,
 // then each message block. Anthropic matches cached prefixes block by
 // block, so a message that gains blocks keeps the prefix up to them. A
-// block's digest covers its bytes without a cache marker (markers move from
+// block's segment was made when its entry was lowered (lowerPiece): its
+// digest covers its bytes without a cache marker (markers move from
 // request to request and are not cached content) and its message's role.
 func (c conversation) segments(tools []provider.Tool) ([]provider.Segment, error) {
 	segs := make([]provider.Segment, 0, len(tools)+len(c.system)+2*len(c.messages))
@@ -423,25 +468,14 @@ func (c conversation) segments(tools []provider.Tool) ([]provider.Segment, error
 		segs = append(segs, core.NewCacheSegment(core.SegmentTool, t.Name, tb.Bytes(), nil))
 	}
 	for _, b := range c.system {
-		segs = append(segs, core.NewCacheSegment(core.SegmentInstructions, "", b.raw, b.sources()))
+		segs = append(segs, *b.seg)
 	}
 	for _, m := range c.messages {
 		for _, b := range m.blocks {
-			kind := core.EntryMessage
-			if b.src != nil {
-				kind = b.src.Kind
-			}
-			segs = append(segs, core.NewCacheSegment(kind, "", b.raw, b.sources(), []byte(m.role)))
+			segs = append(segs, *b.seg)
 		}
 	}
 	return segs, nil
-}
-
-func (b block) sources() []core.Entry {
-	if b.src == nil {
-		return nil
-	}
-	return []core.Entry{*b.src}
 }
 
 // writeTool writes {name, description?, input_schema} and the cache marker

@@ -54,11 +54,10 @@ func lowerWithSegments(ctx context.Context, blobs blob.Store, req provider.Reque
 	if req.Model.Model == "" {
 		return nil, nil, fmt.Errorf("chat: request has no model")
 	}
-	lowered, err := lowerMessageList(ctx, blobs, req.Entries, opts)
+	lowered, err := lowerMessageList(ctx, blobs, req.Entries, opts, req.Pieces.Scope(APIKind, req, opts.ReasoningField))
 	if err != nil {
 		return nil, nil, err
 	}
-	msgs := make([][]byte, len(lowered))
 	segs := make([]provider.Segment, 0, len(req.Tools)+len(lowered))
 	for _, t := range req.Tools {
 		var tb bytes.Buffer
@@ -67,19 +66,19 @@ func lowerWithSegments(ctx context.Context, blobs blob.Store, req provider.Reque
 		}
 		segs = append(segs, core.NewCacheSegment(core.SegmentTool, t.Name, tb.Bytes(), nil))
 	}
-	for i, m := range lowered {
-		msgs[i] = m.raw
-		segs = append(segs, core.NewCacheSegment(m.kind, "", m.raw, m.entries))
+	for _, m := range lowered {
+		segs = append(segs, m.Segment)
 	}
 	var buf bytes.Buffer
+	buf.Grow(int(core.SegmentTotal(segs)) + len(segs) + 256) // the pieces, commas and framing: one allocation
 	buf.WriteString(`{"model":`)
 	rawjson.WriteString(&buf, req.Model.Model)
 	buf.WriteString(`,"messages":[`)
-	for i, m := range msgs {
+	for i, m := range lowered {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		buf.Write(m)
+		buf.Write(m.Raw)
 	}
 	buf.WriteByte(']')
 	if len(req.Tools) > 0 {
@@ -126,27 +125,21 @@ func writeTool(buf *bytes.Buffer, t provider.Tool) error {
 
 // lowerMessages returns the request's messages, each as exact bytes.
 func lowerMessages(ctx context.Context, blobs blob.Store, entries []core.Entry, opts LowerOptions) ([][]byte, error) {
-	lowered, err := lowerMessageList(ctx, blobs, entries, opts)
+	lowered, err := lowerMessageList(ctx, blobs, entries, opts, nil)
 	if err != nil {
 		return nil, err
 	}
 	out := make([][]byte, len(lowered))
 	for i, m := range lowered {
-		out[i] = m.raw
+		out[i] = m.Raw
 	}
 	return out, nil
 }
 
-// loweredMessage is one request message, the kind of segment it is and the
-// entries it was made from.
-type loweredMessage struct {
-	raw     []byte
-	kind    string
-	entries []core.Entry
-}
-
-// lowerMessageList returns the request's messages with their sources.
-func lowerMessageList(ctx context.Context, blobs blob.Store, entries []core.Entry, opts LowerOptions) ([]loweredMessage, error) {
+// lowerMessageList returns the request's messages, each a piece: its bytes
+// and cache segment. A message an earlier request lowered from the same
+// entries comes from pieces, without reading their blobs.
+func lowerMessageList(ctx context.Context, blobs blob.Store, entries []core.Entry, opts LowerOptions, pieces *provider.PieceScope) ([]*provider.Piece, error) {
 	load := func(e core.Entry) ([]byte, error) {
 		data, err := blobs.Get(ctx, e.Content.Digest)
 		if err != nil {
@@ -154,47 +147,63 @@ func lowerMessageList(ctx context.Context, blobs blob.Store, entries []core.Entr
 		}
 		return data, nil
 	}
-
-	var out []loweredMessage
+	out := make([]*provider.Piece, 0, len(entries))
+	add := func(m *provider.Piece) {
+		if m.Raw != nil { // nil: the entries make no message
+			out = append(out, m)
+		}
+	}
 
 	// Instructions come first in the context; they become one system message.
-	var system []string
 	var sources []core.Entry
 	for _, e := range entries {
-		if e.Kind != core.EntryInstructions {
-			continue
+		if e.Kind == core.EntryInstructions {
+			sources = append(sources, e)
 		}
-		text, err := entryText(e, load)
-		if err != nil {
-			return nil, err
-		}
-		system = append(system, text)
-		sources = append(sources, e)
 	}
-	if len(system) > 0 {
-		var b bytes.Buffer
-		b.WriteString(`{"role":"system","content":`)
-		rawjson.WriteString(&b, strings.Join(system, "\n\n"))
-		b.WriteByte('}')
-		out = append(out, loweredMessage{raw: b.Bytes(), kind: core.SegmentInstructions, entries: sources})
+	if len(sources) > 0 {
+		m, ok := pieces.Lookup(sources...)
+		if !ok {
+			system := make([]string, len(sources))
+			for i, e := range sources {
+				text, err := entryText(e, load)
+				if err != nil {
+					return nil, err
+				}
+				system[i] = text
+			}
+			var b bytes.Buffer
+			b.WriteString(`{"role":"system","content":`)
+			rawjson.WriteString(&b, strings.Join(system, "\n\n"))
+			b.WriteByte('}')
+			m = pieces.Keep(core.SegmentInstructions, sources, b.Bytes())
+		}
+		add(m)
 	}
 
 	var g group
+	var src []core.Entry // the entries of the group being flushed
 	flush := func() error {
 		if g.phase == 0 {
 			return nil
 		}
-		m, err := g.lower(load, opts)
-		kind, src := g.sources()
-		g = group{}
-		if err != nil || m == nil {
-			return err
+		var kind string
+		kind, src = g.sources(src[:0])
+		m, ok := pieces.Lookup(src...)
+		if !ok {
+			raw, err := g.lower(load, opts)
+			if err != nil {
+				return err
+			}
+			m = pieces.Keep(kind, src, raw)
 		}
-		out = append(out, loweredMessage{raw: m, kind: kind, entries: src})
+		add(m)
+		g = group{}
 		return nil
 	}
 
-	for _, e := range entries {
+	for i := range entries {
+		e := &entries[i] // groups point at entries; a copy per entry would escape
 		pk := e.Content.ProviderKind
 		switch {
 		case e.Kind == core.EntryInstructions:
@@ -208,7 +217,7 @@ func lowerMessageList(ctx context.Context, blobs blob.Store, entries []core.Entr
 					return nil, err
 				}
 			}
-			g.reasoning, g.phase = &e, phaseReasoning
+			g.reasoning, g.phase = e, phaseReasoning
 			continue
 		case e.Kind == core.EntryMessage && pk == ProviderKindMessage:
 			if g.phase >= phaseMessage {
@@ -216,24 +225,28 @@ func lowerMessageList(ctx context.Context, blobs blob.Store, entries []core.Entr
 					return nil, err
 				}
 			}
-			g.message, g.phase = &e, phaseMessage
+			g.message, g.phase = e, phaseMessage
 			continue
 		case e.Kind == core.EntryToolCall:
 			if pk != ProviderKindToolCall {
 				return nil, &UnsupportedEntryError{e.ID, e.Kind, "tool call of provider kind " + pk}
 			}
-			g.calls, g.phase = append(g.calls, e), phaseCalls
+			g.calls, g.phase = append(g.calls, *e), phaseCalls
 			continue
 		}
 
 		if err := flush(); err != nil {
 			return nil, err
 		}
-		m, err := lowerPlain(e, load)
-		if err != nil {
-			return nil, err
+		m, ok := pieces.Lookup(*e)
+		if !ok {
+			raw, err := lowerPlain(*e, load)
+			if err != nil {
+				return nil, err
+			}
+			m = pieces.Keep(e.Kind, []core.Entry{*e}, raw)
 		}
-		out = append(out, loweredMessage{raw: m, kind: e.Kind, entries: []core.Entry{e}})
+		add(m)
 	}
 	if err := flush(); err != nil {
 		return nil, err
@@ -328,9 +341,9 @@ type group struct {
 }
 
 // sources returns the segment kind of the group's message (message, or
-// tool_call without a message) and the entries folded into it.
-func (g *group) sources() (string, []core.Entry) {
-	var src []core.Entry
+// tool_call without a message) and the entries folded into it, appended to
+// src.
+func (g *group) sources(src []core.Entry) (string, []core.Entry) {
 	kind := core.EntryToolCall
 	if g.reasoning != nil {
 		src = append(src, *g.reasoning)

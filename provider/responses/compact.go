@@ -111,7 +111,7 @@ func LowerCompact(ctx context.Context, blobs blob.Store, req provider.CompactReq
 	rawjson.WriteString(&buf, req.Model.Model)
 	if instructions != nil {
 		buf.WriteString(`,"instructions":`)
-		rawjson.WriteString(&buf, *instructions)
+		buf.Write(instructions)
 	}
 	buf.WriteString(`,"input":[`)
 	buf.Write(bytes.Join(items, []byte(",")))

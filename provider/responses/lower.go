@@ -76,12 +76,11 @@ func lowerWithSegments(ctx context.Context, blobs blob.Store, req provider.Reque
 	if err != nil {
 		return nil, nil, err
 	}
-	l, err := lowerEntryList(ctx, blobs, req.Entries)
+	l, err := lowerEntryList(ctx, blobs, req.Entries, req.Pieces.Scope(APIKind, req, ""))
 	if err != nil {
 		return nil, nil, err
 	}
-	instructions, items := l.instructions, l.raws()
-	segs := make([]provider.Segment, 0, len(req.Tools)+1+len(items))
+	segs := make([]provider.Segment, 0, len(req.Tools)+1+len(l.items))
 	for _, t := range req.Tools {
 		var tb bytes.Buffer
 		if err := writeTool(&tb, t); err != nil {
@@ -89,21 +88,20 @@ func lowerWithSegments(ctx context.Context, blobs blob.Store, req provider.Reque
 		}
 		segs = append(segs, core.NewCacheSegment(core.SegmentTool, t.Name, tb.Bytes(), nil))
 	}
-	if instructions != nil {
-		var ib bytes.Buffer
-		rawjson.WriteString(&ib, *instructions)
-		segs = append(segs, core.NewCacheSegment(core.SegmentInstructions, "", ib.Bytes(), l.instructionEntries))
+	if l.instructions != nil {
+		segs = append(segs, l.instructions.Segment)
 	}
 	for _, it := range l.items {
-		segs = append(segs, core.NewCacheSegment(it.entry.Kind, "", it.raw, []core.Entry{it.entry}))
+		segs = append(segs, it.Segment)
 	}
 
 	var buf bytes.Buffer
+	buf.Grow(int(core.SegmentTotal(segs)) + len(segs) + 512) // the pieces, commas and framing: one allocation
 	buf.WriteString(`{"model":`)
 	rawjson.WriteString(&buf, req.Model.Model)
-	if instructions != nil {
+	if l.instructions != nil {
 		buf.WriteString(`,"instructions":`)
-		rawjson.WriteString(&buf, *instructions)
+		buf.Write(l.instructions.Raw)
 	}
 	if len(req.Tools) > 0 {
 		buf.WriteString(`,"tools":[`)
@@ -123,7 +121,12 @@ func lowerWithSegments(ctx context.Context, blobs blob.Store, req provider.Reque
 		buf.WriteByte(']')
 	}
 	buf.WriteString(`,"input":[`)
-	buf.Write(bytes.Join(items, []byte(",")))
+	for i, it := range l.items {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(it.Raw)
+	}
 	buf.WriteByte(']')
 	var cm []byte
 	if !opts.Compaction {
@@ -237,41 +240,34 @@ func writeTool(buf *bytes.Buffer, t provider.Tool) error {
 	return nil
 }
 
-// lowerEntries returns the joined instructions (nil when there are none) and
-// the input items, each as exact bytes, in context order.
-func lowerEntries(ctx context.Context, blobs blob.Store, entries []core.Entry) (*string, [][]byte, error) {
-	l, err := lowerEntryList(ctx, blobs, entries)
+// lowerEntries returns the joined instructions as a JSON string (nil when
+// there are none) and the input items, each as exact bytes, in context order.
+func lowerEntries(ctx context.Context, blobs blob.Store, entries []core.Entry) ([]byte, [][]byte, error) {
+	l, err := lowerEntryList(ctx, blobs, entries, nil)
 	if err != nil {
 		return nil, nil, err
 	}
-	return l.instructions, l.raws(), nil
-}
-
-// loweredItem is one input item and the entry it was made from.
-type loweredItem struct {
-	raw   []byte
-	entry core.Entry
-}
-
-// loweredEntries are the joined instructions with their entries, and the
-// input items with theirs.
-type loweredEntries struct {
-	instructions       *string
-	instructionEntries []core.Entry
-	items              []loweredItem
-}
-
-func (l loweredEntries) raws() [][]byte {
-	out := make([][]byte, len(l.items))
+	items := make([][]byte, len(l.items))
 	for i, it := range l.items {
-		out[i] = it.raw
+		items[i] = it.Raw
 	}
-	return out
+	if l.instructions == nil {
+		return nil, items, nil
+	}
+	return l.instructions.Raw, items, nil
+}
+
+// loweredEntries are the joined instructions (nil when there are none)
+// and the input items, each a piece: its bytes and cache segment.
+type loweredEntries struct {
+	instructions *provider.Piece
+	items        []*provider.Piece
 }
 
 // lowerEntryList lowers entries to the joined instructions and the input
-// items, keeping which entries each came from.
-func lowerEntryList(ctx context.Context, blobs blob.Store, entries []core.Entry) (loweredEntries, error) {
+// items. A piece an earlier request lowered from the same entries comes
+// from pieces, without reading their blobs.
+func lowerEntryList(ctx context.Context, blobs blob.Store, entries []core.Entry, pieces *provider.PieceScope) (loweredEntries, error) {
 	load := func(e core.Entry) ([]byte, error) {
 		data, err := blobs.Get(ctx, e.Content.Digest)
 		if err != nil {
@@ -281,68 +277,89 @@ func lowerEntryList(ctx context.Context, blobs blob.Store, entries []core.Entry)
 	}
 
 	var l loweredEntries
-	var system []string
-	l.items = make([]loweredItem, 0, len(entries))
-	for i, e := range entries {
-		switch {
-		case e.Kind == core.EntryInstructions:
-			text, err := entryText(e, load)
-			if err != nil {
-				return l, err
-			}
-			system = append(system, text)
-			l.instructionEntries = append(l.instructionEntries, e)
-
-		case e.Content.ProviderKind == ProviderKindItem:
-			if e.Kind == core.EntryReasoning && !followedByItem(entries, i) {
-				// The API rejects a reasoning item that is not immediately
-				// followed by the item it preceded. That item is gone when the
-				// generation failed (the core drops its tool calls) or context
-				// was edited; re-sending the reasoning alone would make every
-				// later request fail, so it is left out.
-				continue
-			}
-			data, err := load(e)
-			if err != nil {
-				return l, err
-			}
-			if !isObject(data) {
-				return l, fmt.Errorf("responses: entry %s: stored item is not a JSON object", e.ID)
-			}
-			l.items = append(l.items, loweredItem{data, e}) // byte for byte, as stored
-
-		case core.IsTranscript(e.Content) && e.Kind == core.EntryMessage:
-			// A transcript of audio input: user text labelled with its file.
-			data, err := load(e)
-			if err != nil {
-				return l, err
-			}
-			rec, err := core.DecodeTranscript(data)
-			if err != nil {
-				return l, fmt.Errorf("responses: entry %s: %w", e.ID, err)
-			}
-			var b bytes.Buffer
-			b.WriteString(`{"role":"user","content":`)
-			rawjson.WriteString(&b, rec.ModelText())
-			b.WriteByte('}')
-			l.items = append(l.items, loweredItem{b.Bytes(), e})
-
-		case e.Content.ProviderKind != "":
-			return l, &UnsupportedEntryError{e.ID, e.Kind, "provider kind " + e.Content.ProviderKind + " is not Responses material"}
-
-		default:
-			item, err := lowerPlain(e, load)
-			if err != nil {
-				return l, err
-			}
-			l.items = append(l.items, loweredItem{item, e})
+	var system []core.Entry
+	for _, e := range entries {
+		if e.Kind == core.EntryInstructions {
+			system = append(system, e)
 		}
 	}
 	if len(system) > 0 {
-		joined := strings.Join(system, "\n\n")
-		l.instructions = &joined
+		it, ok := pieces.Lookup(system...)
+		if !ok {
+			texts := make([]string, len(system))
+			for i, e := range system {
+				text, err := entryText(e, load)
+				if err != nil {
+					return l, err
+				}
+				texts[i] = text
+			}
+			var b bytes.Buffer
+			rawjson.WriteString(&b, strings.Join(texts, "\n\n"))
+			it = pieces.Keep(core.SegmentInstructions, system, b.Bytes())
+		}
+		l.instructions = it
+	}
+
+	l.items = make([]*provider.Piece, 0, len(entries))
+	for i, e := range entries {
+		if e.Kind == core.EntryInstructions {
+			continue
+		}
+		if e.Content.ProviderKind == ProviderKindItem && e.Kind == core.EntryReasoning && !followedByItem(entries, i) {
+			// The API rejects a reasoning item that is not immediately
+			// followed by the item it preceded. That item is gone when the
+			// generation failed (the core drops its tool calls) or context
+			// was edited; re-sending the reasoning alone would make every
+			// later request fail, so it is left out.
+			continue
+		}
+		it, ok := pieces.Lookup(e)
+		if !ok {
+			raw, err := lowerItem(e, load)
+			if err != nil {
+				return l, err
+			}
+			it = pieces.Keep(e.Kind, []core.Entry{e}, raw)
+		}
+		l.items = append(l.items, it)
 	}
 	return l, nil
+}
+
+// lowerItem lowers one entry that is not instructions to its input item.
+func lowerItem(e core.Entry, load func(core.Entry) ([]byte, error)) ([]byte, error) {
+	switch {
+	case e.Content.ProviderKind == ProviderKindItem:
+		data, err := load(e)
+		if err != nil {
+			return nil, err
+		}
+		if !isObject(data) {
+			return nil, fmt.Errorf("responses: entry %s: stored item is not a JSON object", e.ID)
+		}
+		return data, nil // byte for byte, as stored
+
+	case core.IsTranscript(e.Content) && e.Kind == core.EntryMessage:
+		// A transcript of audio input: user text labelled with its file.
+		data, err := load(e)
+		if err != nil {
+			return nil, err
+		}
+		rec, err := core.DecodeTranscript(data)
+		if err != nil {
+			return nil, fmt.Errorf("responses: entry %s: %w", e.ID, err)
+		}
+		var b bytes.Buffer
+		b.WriteString(`{"role":"user","content":`)
+		rawjson.WriteString(&b, rec.ModelText())
+		b.WriteByte('}')
+		return b.Bytes(), nil
+
+	case e.Content.ProviderKind != "":
+		return nil, &UnsupportedEntryError{e.ID, e.Kind, "provider kind " + e.Content.ProviderKind + " is not Responses material"}
+	}
+	return lowerPlain(e, load)
 }
 
 // followedByItem reports whether the reasoning entry at i is followed, past

@@ -37,6 +37,9 @@ type Activities struct {
 	Adapters map[string]provider.Adapter
 	Tools    *runtime.Tools
 	cache    *stateCache
+	// pieces are the lowered entries and stored segment chunks this
+	// worker's generations share (runtime.Executor.Pieces).
+	pieces *provider.Pieces
 
 	// Transcriber transcribes audio input (nil: runs with audio fail).
 	Transcriber runtime.Transcriber
@@ -44,7 +47,8 @@ type Activities struct {
 
 // NewActivities returns the activities over stores, adapters and tools.
 func NewActivities(stores Stores, adapters map[string]provider.Adapter, tools *runtime.Tools) *Activities {
-	return &Activities{Stores: stores, Adapters: adapters, Tools: tools, cache: newStateCache(1024)}
+	return &Activities{Stores: stores, Adapters: adapters, Tools: tools, cache: newStateCache(1024),
+		pieces: provider.NewPieces(runtime.DefaultPiecesBytes)}
 }
 
 // Error types the workflow branches on.
@@ -167,7 +171,9 @@ func (a *Activities) Generate(ctx context.Context, in GenerateIn) (core.Generati
 	}
 	stop := heartbeat(ctx)
 	defer stop()
-	x := &runtime.Executor{Blobs: st, Adapters: a.Adapters, Tools: a.Tools}
+	// Files holds the edges of a long segment list's chunks: without it
+	// every turn would store its whole list again.
+	x := &runtime.Executor{Blobs: st, Adapters: a.Adapters, Tools: a.Tools, Files: st, Pieces: a.pieces}
 	res, err := x.Generate(ctx, in.SessionID, w)
 	var pe *provider.Error
 	switch {

@@ -1,0 +1,90 @@
+package anthropic
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/cairn-agents/cairn/blob"
+	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/provider"
+)
+
+// A request lowered from kept pieces is the request lowered from the blobs,
+// byte for byte and segment for segment, on every turn of a session that
+// grows through the golden context and every recorded payload, and then
+// loses its user questions, so that assistant turns merge into one
+// message. Cache markers move every turn and differ with the cache TTL,
+// which both requests share one cache across. A small cache that keeps
+// evicting gives the same bytes too.
+func TestPiecesLowerTheSameRequest(t *testing.T) {
+	warm, small := provider.NewPieces(64<<20), provider.NewPieces(4<<10)
+	b := goldenContext(t)
+	check := func(step string) {
+		t.Helper()
+		for _, params := range []json.RawMessage{nil, json.RawMessage(`{"cacheTtl":"1h","version":1}`)} {
+			sameFromPieces(t, step, b, params, warm, true)
+			sameFromPieces(t, step, b, params, small, false)
+		}
+	}
+	check("golden context")
+	for _, path := range payloadFiles(t) {
+		name := filepath.Base(path)
+		b.decode(readPayload(t, name))
+		check(name)
+		b.user("and then?")
+		check(name + ", next question")
+	}
+
+	last := b.entries[len(b.entries)-1].ID
+	b.entries = slices.DeleteFunc(b.entries, func(e core.Entry) bool {
+		return e.Kind == core.EntryMessage && e.Role == core.RoleUser && e.ID != last
+	})
+	check("after cutting the questions")
+}
+
+// sameFromPieces lowers b's request without pieces and with them, and
+// checks both give the same body and segments. With complete set, the
+// pieces must hold the whole request afterwards: lowering it again from a
+// store without any blob must still give the same.
+func sameFromPieces(t *testing.T, step string, b *ctxBuilder, params json.RawMessage, pieces *provider.Pieces, complete bool) {
+	t.Helper()
+	req := b.request()
+	req.Params = params
+	want, wantSegs := lowerForTest(t, step, b.blobs, req)
+	req.Pieces = pieces
+	stores := []blob.Store{b.blobs}
+	if complete {
+		stores = append(stores, blob.NewMemory())
+	}
+	for i, blobs := range stores {
+		got, segs := lowerForTest(t, step, blobs, req)
+		if string(got) != string(want) {
+			t.Fatalf("%s (%s, pass %d): the body from pieces differs:\n got %s\nwant %s", step, params, i, got, want)
+		}
+		if !reflect.DeepEqual(segs, wantSegs) {
+			t.Fatalf("%s (%s, pass %d): the segments from pieces differ:\n got %+v\nwant %+v", step, params, i, segs, wantSegs)
+		}
+	}
+}
+
+// lowerForTest returns the body and the segments Generate reports.
+func lowerForTest(t *testing.T, step string, blobs blob.Store, req provider.Request) ([]byte, []provider.Segment) {
+	t.Helper()
+	body, err := Lower(context.Background(), blobs, req)
+	if err != nil {
+		t.Fatalf("%s: %v", step, err)
+	}
+	conv, err := lowerContext(context.Background(), blobs, req.Entries, req.Pieces.Scope(APIKind, req, ""))
+	if err != nil {
+		t.Fatalf("%s: %v", step, err)
+	}
+	segs, err := conv.segments(req.Tools)
+	if err != nil {
+		t.Fatalf("%s: %v", step, err)
+	}
+	return body, segs
+}

@@ -1,0 +1,80 @@
+package responses
+
+import (
+	"context"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/cairn-agents/cairn/blob"
+	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/provider"
+)
+
+// A request lowered from kept pieces is the request lowered from the blobs,
+// byte for byte and segment for segment, on every turn of a session that
+// grows through the golden context and every recorded payload and then
+// loses the items its reasoning items preceded (which must then be left
+// out, a choice made per request). A small cache that keeps evicting gives
+// the same bytes too.
+func TestPiecesLowerTheSameRequest(t *testing.T) {
+	warm, small := provider.NewPieces(64<<20), provider.NewPieces(4<<10)
+	b := goldenContext(t)
+	check := func(step string) {
+		t.Helper()
+		sameFromPieces(t, step, b, warm, true)
+		sameFromPieces(t, step, b, small, false)
+	}
+	check("golden context")
+	for _, path := range payloadFiles(t) {
+		name := filepath.Base(path)
+		b.decode(readPayload(t, name))
+		check(name)
+		b.user("and then?")
+		check(name + ", next question")
+	}
+
+	cut := map[string]bool{}
+	for i, e := range b.entries {
+		if e.Kind == core.EntryReasoning && i+1 < len(b.entries) && b.entries[i+1].Content.ProviderKind == ProviderKindItem {
+			cut[b.entries[i+1].ID] = true
+		}
+	}
+	if len(cut) == 0 {
+		t.Fatal("no reasoning item in the payloads precedes an item")
+	}
+	b.entries = slices.DeleteFunc(b.entries, func(e core.Entry) bool { return cut[e.ID] })
+	check("after cutting the items reasoning preceded")
+}
+
+// sameFromPieces lowers b's request without pieces and with them, and
+// checks both give the same body and segments. With complete set, the
+// pieces must hold the whole request afterwards: lowering it again from a
+// store without any blob must still give the same.
+func sameFromPieces(t *testing.T, step string, b *ctxBuilder, pieces *provider.Pieces, complete bool) {
+	t.Helper()
+	ctx := context.Background()
+	req := request(b)
+	want, wantSegs, err := lowerWithSegments(ctx, b.blobs, req, LowerOptions{})
+	if err != nil {
+		t.Fatalf("%s: %v", step, err)
+	}
+	req.Pieces = pieces
+	stores := []blob.Store{b.blobs}
+	if complete {
+		stores = append(stores, blob.NewMemory())
+	}
+	for i, blobs := range stores {
+		got, segs, err := lowerWithSegments(ctx, blobs, req, LowerOptions{})
+		if err != nil {
+			t.Fatalf("%s (pass %d): %v", step, i, err)
+		}
+		if string(got) != string(want) {
+			t.Fatalf("%s (pass %d): the body from pieces differs:\n got %s\nwant %s", step, i, got, want)
+		}
+		if !reflect.DeepEqual(segs, wantSegs) {
+			t.Fatalf("%s (pass %d): the segments from pieces differ:\n got %+v\nwant %+v", step, i, segs, wantSegs)
+		}
+	}
+}

@@ -1,0 +1,94 @@
+package runtime_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/cairn-agents/cairn/blob"
+	"github.com/cairn-agents/cairn/content"
+	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/provider"
+	"github.com/cairn-agents/cairn/provider/chat"
+	"github.com/cairn-agents/cairn/provider/endpoint"
+	"github.com/cairn-agents/cairn/runtime"
+	"github.com/cairn-agents/cairn/store"
+	"github.com/cairn-agents/cairn/view"
+)
+
+// readingBlobs counts the blobs read through it.
+type readingBlobs struct {
+	blob.Store
+	gets int
+}
+
+func (r *readingBlobs) Get(ctx context.Context, d content.Digest) ([]byte, error) {
+	r.gets++
+	return r.Store.Get(ctx, d)
+}
+
+// An executor with Pieces hands them to its adapter: a turn reads only the
+// blobs of the entries no earlier turn lowered, and sends and reports
+// exactly what an executor without them sends and reports.
+func TestGenerateLowersOnlyNewEntries(t *testing.T) {
+	ctx := context.Background()
+	var bodies [][]byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		bodies = append(bodies, body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Noted."},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}`)
+	}))
+	defer srv.Close()
+	adapters := map[string]provider.Adapter{core.APIChatCompletions: chat.New(endpoint.Static{"p": {BaseURL: srv.URL}}, srv.Client())}
+
+	mem := blob.NewMemory()
+	reads := &readingBlobs{Store: mem}
+	files := store.NewMemory(mem)
+	warm := &runtime.Executor{Blobs: reads, Adapters: adapters, Files: files, Pieces: provider.NewPieces(1 << 20)}
+	cold := &runtime.Executor{Blobs: mem, Adapters: adapters, Files: files}
+	cfg := core.SessionConfig{Model: core.ModelSelection{ProviderID: "p", APIKind: core.APIChatCompletions, Model: "m"}}
+
+	var entries []core.Entry
+	add := func(kind, role, text string) {
+		ref, err := blob.PutRef(ctx, mem, []byte(text), content.MediaText, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, core.Entry{ID: fmt.Sprintf("e%d", len(entries)+1), Kind: kind, Role: role, Source: core.SourceUser, Content: ref})
+	}
+	add(core.EntryInstructions, "", "Be brief.")
+	for turn := 1; turn <= 80; turn++ { // past one segment chunk
+		add(core.EntryMessage, core.RoleUser, fmt.Sprintf("question %d", turn))
+		w := core.GenerateWork{RunID: "r1", Turn: turn, Config: cfg, Entries: entries, Fingerprint: core.PlanFingerprint(cfg, entries)}
+		reads.gets = 0
+		got, err := warm.Generate(ctx, "s1", w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := cold.Generate(ctx, "s1", w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reads.gets != 2 { // the question, and the last answer (at first, the instructions)
+			t.Fatalf("turn %d read %d blobs, want 2: the entries no turn lowered before", turn, reads.gets)
+		}
+		if n := len(bodies); string(bodies[n-2]) != string(bodies[n-1]) {
+			t.Fatalf("turn %d: the request from pieces differs:\n got %s\nwant %s", turn, bodies[n-2], bodies[n-1])
+		}
+		if *got.Cache != *want.Cache {
+			t.Fatalf("turn %d: cache facts %+v, want %+v", turn, got.Cache, want.Cache)
+		}
+		segs, err := view.ReadSegments(ctx, mem, got.Cache.Segments)
+		if err != nil || len(segs) != got.Cache.SegmentCount {
+			t.Fatalf("turn %d: read back %d segments (%v), want %d", turn, len(segs), err, got.Cache.SegmentCount)
+		}
+		// The answer joins the context as the next turn's material.
+		for _, in := range got.Entries {
+			entries = append(entries, core.Entry{ID: fmt.Sprintf("e%d", len(entries)+1), Kind: in.Kind, Role: in.Role, Source: core.SourceModel, Content: in.Content})
+		}
+	}
+}
