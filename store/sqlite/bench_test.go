@@ -107,11 +107,18 @@ func BenchmarkAppendSingle(b *testing.B) { benchmarkAppend(b, 1) }
 // BenchmarkAppendBatch16 appends sixteen ~300-byte events per transaction.
 func BenchmarkAppendBatch16(b *testing.B) { benchmarkAppend(b, 16) }
 
+// sessionWriter is what sessionBuilder writes through: a *sqlite.Store, or
+// a recorder of the calls a turn makes.
+type sessionWriter interface {
+	Put(ctx context.Context, data []byte) (content.Digest, error)
+	Append(ctx context.Context, sessionID string, expectedHead int64, proposals []core.Proposal) ([]core.Event, error)
+}
+
 // sessionBuilder drives a real session through core.Drive, committing every
 // step to the store the way a host does, and plays the model and the tool.
 type sessionBuilder struct {
 	b    *testing.B
-	st   *sqlite.Store
+	st   sessionWriter
 	id   string
 	d    *core.Drive
 	now  int64

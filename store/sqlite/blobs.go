@@ -23,7 +23,7 @@ func (s *Store) Put(ctx context.Context, data []byte) (content.Digest, error) {
 		if data == nil {
 			data = []byte{} // nil would bind as NULL, which means "not inline"
 		}
-		_, err := s.writer.ExecContext(ctx, `INSERT INTO blobs
+		_, err := s.writes.ExecContext(ctx, `INSERT INTO blobs
 			(universe, digest, size, inline, created_at_ms, touched_at_ms) VALUES (?, ?, ?, ?, ?, ?)
 			ON CONFLICT (universe, digest) DO UPDATE SET touched_at_ms = max(touched_at_ms, excluded.touched_at_ms)`,
 			s.universe, d.String(), len(data), data, now, now)
@@ -34,7 +34,7 @@ func (s *Store) Put(ctx context.Context, data []byte) (content.Digest, error) {
 	}
 
 	// Avoid writing a large body that is already stored.
-	res, err := s.writer.ExecContext(ctx, `UPDATE blobs SET touched_at_ms = max(touched_at_ms, ?)
+	res, err := s.writes.ExecContext(ctx, `UPDATE blobs SET touched_at_ms = max(touched_at_ms, ?)
 		WHERE universe = ? AND digest = ?`, now, s.universe, d.String())
 	if err != nil {
 		return content.Digest{}, fmt.Errorf("sqlite: put blob %s: %w", d, err)
@@ -55,7 +55,7 @@ func (s *Store) Put(ctx context.Context, data []byte) (content.Digest, error) {
 	}
 	// RETURNING yields the winning row's key: ours, or a racing writer's.
 	var stored sql.NullString
-	err = s.writer.QueryRowContext(ctx, `INSERT INTO blobs
+	err = s.writes.QueryRowContext(ctx, `INSERT INTO blobs
 		(universe, digest, size, object_key, created_at_ms, touched_at_ms) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (universe, digest) DO UPDATE SET touched_at_ms = max(touched_at_ms, excluded.touched_at_ms)
 		RETURNING object_key`,
@@ -91,7 +91,7 @@ func (s *Store) Get(ctx context.Context, d content.Digest) ([]byte, error) {
 	var size int64
 	var inline []byte
 	var key sql.NullString
-	err := s.reader.QueryRowContext(ctx, `SELECT size, inline, object_key FROM blobs WHERE universe = ? AND digest = ?`,
+	err := s.reads.QueryRowContext(ctx, `SELECT size, inline, object_key FROM blobs WHERE universe = ? AND digest = ?`,
 		s.universe, d.String()).Scan(&size, &inline, &key)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, &blob.NotFoundError{Digest: d}
@@ -130,7 +130,7 @@ func (s *Store) Missing(ctx context.Context, ds []content.Digest) ([]content.Dig
 	if err != nil {
 		return nil, err
 	}
-	missing, err := missingIn(ctx, s.reader, s.universe, raw)
+	missing, err := missingIn(ctx, s.reads, s.universe, raw)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: missing: %w", err)
 	}
@@ -148,11 +148,13 @@ func (s *Store) Touch(ctx context.Context, ds []content.Digest) ([]content.Diges
 	if err != nil {
 		return nil, err
 	}
-	tx, err := s.writer.BeginTx(ctx, nil)
+	begun, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: touch: %w", err)
 	}
-	defer tx.Rollback()
+	defer s.writes.prepareWanted(ctx) // after the rollback below
+	defer begun.Rollback()
+	tx := s.writes.tx(begun)
 	if _, err := tx.ExecContext(ctx, `UPDATE blobs SET touched_at_ms = max(touched_at_ms, ?)
 		WHERE universe = ? AND digest IN (SELECT value FROM json_each(?))`, s.nowMs(), s.universe, raw); err != nil {
 		return nil, fmt.Errorf("sqlite: touch: %w", err)
@@ -199,7 +201,7 @@ func missingIn(ctx context.Context, q interface {
 // Usage implements blob.Store.
 func (s *Store) Usage(ctx context.Context) (blob.Usage, error) {
 	var u blob.Usage
-	err := s.reader.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(size), 0) FROM blobs WHERE universe = ?`,
+	err := s.reads.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(size), 0) FROM blobs WHERE universe = ?`,
 		s.universe).Scan(&u.Blobs, &u.Bytes)
 	if err != nil {
 		return blob.Usage{}, fmt.Errorf("sqlite: usage: %w", err)

@@ -20,7 +20,7 @@ func (s *Store) PutCheckpoint(ctx context.Context, sessionID string, seq int64, 
 		return err
 	}
 	what := fmt.Sprintf("put checkpoint %s@%d", sessionID, seq)
-	return s.writeTx(ctx, func(tx *sql.Tx) error {
+	return s.writeTx(ctx, func(tx stmtTx) error {
 		var head int64
 		err := tx.QueryRowContext(ctx, `SELECT head FROM sessions WHERE universe = ? AND session_id = ?`,
 			s.universe, sessionID).Scan(&head)
@@ -54,7 +54,7 @@ func (s *Store) LatestCheckpoint(ctx context.Context, sessionID string, atOrBelo
 	}
 	var seq int64
 	var raw string
-	err := s.reader.QueryRowContext(ctx, `SELECT seq, digest FROM checkpoints
+	err := s.reads.QueryRowContext(ctx, `SELECT seq, digest FROM checkpoints
 		WHERE universe = ? AND session_id = ? AND seq <= ? ORDER BY seq DESC LIMIT 1`,
 		s.universe, sessionID, bound).Scan(&seq, &raw)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -72,7 +72,7 @@ func (s *Store) LatestCheckpoint(ctx context.Context, sessionID string, atOrBelo
 
 // PruneCheckpoints implements store.Checkpoints.
 func (s *Store) PruneCheckpoints(ctx context.Context, sessionID string, below int64) (int, error) {
-	res, err := s.writer.ExecContext(ctx, `DELETE FROM checkpoints WHERE universe = ? AND session_id = ? AND seq < ?`,
+	res, err := s.writes.ExecContext(ctx, `DELETE FROM checkpoints WHERE universe = ? AND session_id = ? AND seq < ?`,
 		s.universe, sessionID, below)
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: prune checkpoints of %s: %w", sessionID, err)

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 
 	"github.com/cairn-agents/cairn/blob"
@@ -28,7 +27,7 @@ func (s *Store) PutEdges(ctx context.Context, parent content.Digest, children []
 	if err != nil {
 		return err
 	}
-	return s.writeTx(ctx, func(tx *sql.Tx) error {
+	return s.writeTx(ctx, func(tx stmtTx) error {
 		missing, err := missingIn(ctx, tx, s.universe, needJSON)
 		if err != nil {
 			return fmt.Errorf("sqlite: put edges of %s: check blobs: %w", parent, err)

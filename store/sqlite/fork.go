@@ -21,7 +21,7 @@ type querier interface {
 // layout returns where the session's effective log is stored;
 // store.ErrSessionNotFound for an unknown session.
 func (s *Store) layout(ctx context.Context, sessionID string) (store.Layout, error) {
-	lay, _, err := s.layoutIn(ctx, s.reader, sessionID)
+	lay, _, err := s.layoutIn(ctx, s.reads, sessionID)
 	return lay, err
 }
 
@@ -52,7 +52,7 @@ func (s *Store) Fork(ctx context.Context, req store.ForkRequest) (core.Lifecycle
 		return core.Lifecycle{}, err
 	}
 	life := store.ForkProjection(req)
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, func(tx stmtTx) error {
 		var one int
 		err := tx.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE universe = ? AND session_id = ?`,
 			s.universe, req.SessionID).Scan(&one)
@@ -99,7 +99,7 @@ func (s *Store) Fork(ctx context.Context, req store.ForkRequest) (core.Lifecycle
 
 // RecordClone implements store.Catalog.
 func (s *Store) RecordClone(ctx context.Context, sessionID, sourceID string) error {
-	return s.writeTx(ctx, func(tx *sql.Tx) error {
+	return s.writeTx(ctx, func(tx stmtTx) error {
 		existing, err := sourceIn(ctx, tx, s.universe, sessionID)
 		if err != nil {
 			return err
@@ -128,7 +128,7 @@ func (s *Store) RecordClone(ctx context.Context, sessionID, sourceID string) err
 
 // Source implements store.Catalog.
 func (s *Store) Source(ctx context.Context, sessionID string) (*store.Source, error) {
-	return sourceIn(ctx, s.reader, s.universe, sessionID)
+	return sourceIn(ctx, s.reads, s.universe, sessionID)
 }
 
 func sourceIn(ctx context.Context, q querier, universe, sessionID string) (*store.Source, error) {
@@ -154,7 +154,7 @@ func sourceIn(ctx context.Context, q querier, universe, sessionID string) (*stor
 // lineage) in one immediate transaction. Blob rows are not touched.
 func (s *Store) DeleteSession(ctx context.Context, sessionID string, cascade bool) ([]string, error) {
 	var tree []string
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, func(tx stmtTx) error {
 		var err error
 		tree, err = store.DeletionTree(sessionID, cascade, func(id string) (string, []string, error) {
 			var status string
@@ -192,7 +192,7 @@ func (s *Store) DeleteSession(ctx context.Context, sessionID string, cascade boo
 	return tree, nil
 }
 
-func txStrings(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]string, error) {
+func txStrings(ctx context.Context, tx stmtTx, query string, args ...any) ([]string, error) {
 	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
@@ -218,7 +218,7 @@ func (s *Store) SessionsBefore(ctx context.Context, before *store.SessionCursor,
 	if before != nil {
 		where, args = ` AND (created_at_ms, session_id) < (?, ?)`, append(args, before.CreatedAtMs, before.SessionID)
 	}
-	rows, err := s.reader.QueryContext(ctx, `SELECT lifecycle FROM sessions WHERE universe = ?`+where+`
+	rows, err := s.reads.QueryContext(ctx, `SELECT lifecycle FROM sessions WHERE universe = ?`+where+`
 		ORDER BY created_at_ms DESC, session_id DESC LIMIT ?`, append(args, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list sessions: %w", err)

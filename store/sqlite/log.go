@@ -26,7 +26,7 @@ func (s *Store) Append(ctx context.Context, sessionID string, expectedHead int64
 		return nil, err
 	}
 	var events []core.Event
-	err = s.writeTx(ctx, func(tx *sql.Tx) error {
+	err = s.writeTx(ctx, func(tx stmtTx) error {
 		life := core.Lifecycle{SessionID: sessionID}
 		var head int64
 		var lifeJSON []byte
@@ -79,7 +79,7 @@ func (s *Store) Append(ctx context.Context, sessionID string, expectedHead int64
 
 // upsertSession writes the catalog row; it precedes the events so their
 // foreign key holds for a new session.
-func upsertSession(ctx context.Context, tx *sql.Tx, universe string, l core.Lifecycle) error {
+func upsertSession(ctx context.Context, tx stmtTx, universe string, l core.Lifecycle) error {
 	raw, err := json.Marshal(l)
 	if err != nil {
 		return fmt.Errorf("encode lifecycle: %w", err)
@@ -98,7 +98,7 @@ func upsertSession(ctx context.Context, tx *sql.Tx, universe string, l core.Life
 	return nil
 }
 
-func insertEvents(ctx context.Context, tx *sql.Tx, universe, sessionID string, events []core.Event) error {
+func insertEvents(ctx context.Context, tx stmtTx, universe, sessionID string, events []core.Event) error {
 	stmt, err := tx.PrepareContext(ctx, `INSERT INTO events
 		(universe, session_id, seq, observed_at_ms, kind, version, joins, payload)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
@@ -154,7 +154,7 @@ func (s *Store) readRange(ctx context.Context, owner string, from, to int64, lim
 	if desc {
 		order = "DESC"
 	}
-	rows, err := s.reader.QueryContext(ctx, `SELECT seq, observed_at_ms, kind, version, joins, payload
+	rows, err := s.reads.QueryContext(ctx, `SELECT seq, observed_at_ms, kind, version, joins, payload
 		FROM events WHERE universe = ? AND session_id = ? AND seq > ? AND seq <= ? ORDER BY seq `+order+` LIMIT ?`,
 		s.universe, owner, from, to, limit)
 	if err != nil {
@@ -186,7 +186,7 @@ func (s *Store) readRange(ctx context.Context, owner string, from, to int64, lim
 // Session implements store.SessionLog.
 func (s *Store) Session(ctx context.Context, sessionID string) (core.Lifecycle, error) {
 	var raw []byte
-	err := s.reader.QueryRowContext(ctx, `SELECT lifecycle FROM sessions WHERE universe = ? AND session_id = ?`,
+	err := s.reads.QueryRowContext(ctx, `SELECT lifecycle FROM sessions WHERE universe = ? AND session_id = ?`,
 		s.universe, sessionID).Scan(&raw)
 	if errors.Is(err, sql.ErrNoRows) {
 		return core.Lifecycle{}, fmt.Errorf("%w: %s", store.ErrSessionNotFound, sessionID)
@@ -206,7 +206,7 @@ func (s *Store) Sessions(ctx context.Context, afterID string, limit int) ([]core
 	if limit <= 0 {
 		limit = -1
 	}
-	rows, err := s.reader.QueryContext(ctx, `SELECT lifecycle FROM sessions
+	rows, err := s.reads.QueryContext(ctx, `SELECT lifecycle FROM sessions
 		WHERE universe = ? AND session_id > ? ORDER BY session_id LIMIT ?`, s.universe, afterID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list sessions: %w", err)
@@ -236,7 +236,7 @@ func (s *Store) Roots(ctx context.Context, sessionID string) ([]content.Digest, 
 }
 
 func (s *Store) queryStrings(ctx context.Context, what, query string, args ...any) ([]string, error) {
-	rows, err := s.reader.QueryContext(ctx, query, args...)
+	rows, err := s.reads.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %s: %w", what, err)
 	}

@@ -33,7 +33,7 @@ func (s *Store) ScanBlobs(ctx context.Context, after store.BlobCursor, cutoff ti
 	if limit <= 0 {
 		limit = -1
 	}
-	rows, err := s.reader.QueryContext(ctx, `SELECT b.digest, b.size, b.touched_at_ms, NOT (`+unheld+`)
+	rows, err := s.reads.QueryContext(ctx, `SELECT b.digest, b.size, b.touched_at_ms, NOT (`+unheld+`)
 		FROM blobs AS b
 		WHERE b.universe = ? AND b.touched_at_ms < ? AND (b.touched_at_ms, b.digest) > (?, ?)
 		ORDER BY b.touched_at_ms, b.digest LIMIT ?`,
@@ -75,7 +75,7 @@ func (s *Store) DeleteDeadBlobs(ctx context.Context, digests []content.Digest, c
 		return nil, err
 	}
 	var out []store.DeletedBlob
-	err = s.writeTx(ctx, func(tx *sql.Tx) error {
+	err = s.writeTx(ctx, func(tx stmtTx) error {
 		out = nil
 		// SQLite's DELETE takes no table alias: the predicate names blobs.
 		rows, err := tx.QueryContext(ctx, `DELETE FROM blobs
@@ -145,7 +145,7 @@ func jsonStrings(strs []string) (string, error) {
 func (s *Store) LoadBlobCursor(ctx context.Context) (store.BlobCursor, error) {
 	var ms int64
 	var str string
-	err := s.reader.QueryRowContext(ctx, `SELECT touched_at_ms, digest FROM retention_cursors WHERE universe = ?`,
+	err := s.reads.QueryRowContext(ctx, `SELECT touched_at_ms, digest FROM retention_cursors WHERE universe = ?`,
 		s.universe).Scan(&ms, &str)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.BlobCursor{}, nil
@@ -164,9 +164,9 @@ func (s *Store) LoadBlobCursor(ctx context.Context) (store.BlobCursor, error) {
 func (s *Store) SaveBlobCursor(ctx context.Context, c store.BlobCursor) error {
 	var err error
 	if c.IsZero() {
-		_, err = s.writer.ExecContext(ctx, `DELETE FROM retention_cursors WHERE universe = ?`, s.universe)
+		_, err = s.writes.ExecContext(ctx, `DELETE FROM retention_cursors WHERE universe = ?`, s.universe)
 	} else {
-		_, err = s.writer.ExecContext(ctx, `INSERT INTO retention_cursors (universe, touched_at_ms, digest) VALUES (?, ?, ?)
+		_, err = s.writes.ExecContext(ctx, `INSERT INTO retention_cursors (universe, touched_at_ms, digest) VALUES (?, ?, ?)
 			ON CONFLICT (universe) DO UPDATE SET touched_at_ms = excluded.touched_at_ms, digest = excluded.digest`,
 			s.universe, c.TouchedAt.UnixMilli(), c.Digest.String())
 	}

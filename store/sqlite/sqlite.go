@@ -52,6 +52,10 @@ type Store struct {
 	// and, thanks to WAL, never wait for the writer.
 	writer *sql.DB
 	reader *sql.DB
+	// The prepared statements of each pool, by SQL text (stmts.go). Run
+	// statements through these rather than the pools.
+	writes *stmtCache
+	reads  *stmtCache
 
 	// testHookBeforeInsert runs between writing a large blob's object and
 	// inserting its row, so tests can lose that race on purpose.
@@ -131,7 +135,8 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Store, error) {
 		reader.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", dbPath, err)
 	}
-	return &Store{universe: o.universe, now: o.now, objects: objects, writer: writer, reader: reader}, nil
+	return &Store{universe: o.universe, now: o.now, objects: objects, writer: writer, reader: reader,
+		writes: newStmtCache(writer), reads: newStmtCache(reader)}, nil
 }
 
 // dsn builds a file: URI (so any path is escaped correctly) carrying the
@@ -155,21 +160,23 @@ func dsn(path string, write bool) string {
 // Universe returns the universe this Store reads and writes.
 func (s *Store) Universe() string { return s.universe }
 
-// Close releases both connection pools.
+// Close releases the prepared statements and both connection pools.
 func (s *Store) Close() error {
-	return errors.Join(s.reader.Close(), s.writer.Close())
+	return errors.Join(s.reads.close(), s.writes.close(), s.reader.Close(), s.writer.Close())
 }
 
 func (s *Store) nowMs() int64 { return s.now().UnixMilli() }
 
 // writeTx runs fn in one BEGIN IMMEDIATE transaction on the writer connection
-// and commits only if fn succeeds.
-func (s *Store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+// and commits only if fn succeeds. The transaction's statements come from
+// the writer's cache.
+func (s *Store) writeTx(ctx context.Context, fn func(tx stmtTx) error) error {
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("sqlite: begin: %w", err)
 	}
-	if err := fn(tx); err != nil {
+	defer s.writes.prepareWanted(ctx) // after the commit or rollback
+	if err := fn(s.writes.tx(tx)); err != nil {
 		_ = tx.Rollback()
 		return err
 	}

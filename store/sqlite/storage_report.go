@@ -18,7 +18,7 @@ var _ store.StorageReporter = (*Store)(nil)
 // totals describe one snapshot of the file.
 func (s *Store) UniverseUsage(ctx context.Context) (store.UniverseUsage, error) {
 	var u store.UniverseUsage
-	err := s.reader.QueryRowContext(ctx, `SELECT b.n, b.bytes, b.objects, b.object_bytes, ss.n, r.n, r.bytes, c.n, c.bytes
+	err := s.reads.QueryRowContext(ctx, `SELECT b.n, b.bytes, b.objects, b.object_bytes, ss.n, r.n, r.bytes, c.n, c.bytes
 		FROM (SELECT count(*) AS n, coalesce(sum(size), 0) AS bytes, count(object_key) AS objects,
 				coalesce(sum(CASE WHEN object_key IS NOT NULL THEN size ELSE 0 END), 0) AS object_bytes
 			FROM blobs WHERE universe = ?1) AS b,
@@ -93,7 +93,7 @@ func (s *Store) SessionUsageOf(ctx context.Context, sessionID string) (store.Ses
 }
 
 func (s *Store) sessionUsage(ctx context.Context, query string, args ...any) ([]store.SessionUsage, error) {
-	rows, err := s.reader.QueryContext(ctx, query, args...)
+	rows, err := s.reads.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: session usage: %w", err)
 	}
@@ -117,11 +117,13 @@ func (s *Store) sessionUsage(ctx context.Context, query string, args ...any) ([]
 // each list is read in order from its index and stops one row past limit.
 // One read transaction makes the row and its holders one snapshot.
 func (s *Store) BlobHolders(ctx context.Context, d content.Digest, limit int) (store.BlobHolders, error) {
-	tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	begun, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return store.BlobHolders{}, fmt.Errorf("sqlite: blob holders: %w", err)
 	}
-	defer func() { _ = tx.Rollback() }() // read only: nothing to commit
+	defer s.reads.prepareWanted(ctx)        // after the rollback below
+	defer func() { _ = begun.Rollback() }() // read only: nothing to commit
+	tx := s.reads.tx(begun)
 	h := store.BlobHolders{Digest: d}
 	key := d.String()
 	var touchedMs int64

@@ -19,7 +19,7 @@ var _ store.Workspaces = (*Store)(nil)
 // afterwards.
 
 // requireBlob fails with a *blob.MissingError unless d is in the catalog.
-func (s *Store) requireBlob(ctx context.Context, tx *sql.Tx, d content.Digest) error {
+func (s *Store) requireBlob(ctx context.Context, tx stmtTx, d content.Digest) error {
 	raw, err := digestsJSON([]content.Digest{d})
 	if err != nil {
 		return err
@@ -59,7 +59,7 @@ func (s *Store) CreateWorkspace(ctx context.Context, name string, head content.D
 	}
 	now := s.nowMs()
 	w := store.Workspace{Name: name, Revision: 1, Head: head, CreatedAtMs: now, UpdatedAtMs: now}
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, func(tx stmtTx) error {
 		var exists bool
 		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM workspaces WHERE universe = ? AND name = ?)`,
 			s.universe, name).Scan(&exists); err != nil {
@@ -94,7 +94,7 @@ func wrapUnlessMissing(what string, err error) error {
 
 // Workspace implements store.Workspaces.
 func (s *Store) Workspace(ctx context.Context, name string) (store.Workspace, error) {
-	w, err := scanWorkspace(s.reader.QueryRowContext(ctx,
+	w, err := scanWorkspace(s.reads.QueryRowContext(ctx,
 		`SELECT `+workspaceColumns+` FROM workspaces WHERE universe = ? AND name = ?`, s.universe, name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Workspace{}, fmt.Errorf("%w: %s", store.ErrWorkspaceNotFound, name)
@@ -111,7 +111,7 @@ func (s *Store) Workspaces(ctx context.Context, afterName string, limit int) ([]
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
-	rows, err := s.reader.QueryContext(ctx, `SELECT `+workspaceColumns+` FROM workspaces
+	rows, err := s.reads.QueryContext(ctx, `SELECT `+workspaceColumns+` FROM workspaces
 		WHERE universe = ? AND name > ? ORDER BY name LIMIT ?`, s.universe, afterName, limit)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: workspaces: %w", err)
@@ -137,7 +137,7 @@ func (s *Store) MoveHead(ctx context.Context, name string, expectedRevision int6
 		return store.Workspace{}, err
 	}
 	var w store.Workspace
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, func(tx stmtTx) error {
 		cur, err := scanWorkspace(tx.QueryRowContext(ctx,
 			`SELECT `+workspaceColumns+` FROM workspaces WHERE universe = ? AND name = ?`, s.universe, name))
 		if errors.Is(err, sql.ErrNoRows) {
@@ -179,7 +179,7 @@ func (s *Store) PutSnapshot(ctx context.Context, manifest content.Digest) (store
 		return store.Snapshot{}, err
 	}
 	snap := store.Snapshot{Manifest: manifest, CreatedAtMs: s.nowMs()}
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, func(tx stmtTx) error {
 		err := tx.QueryRowContext(ctx, `SELECT created_at_ms FROM snapshots WHERE universe = ? AND manifest = ?`,
 			s.universe, manifest.String()).Scan(&snap.CreatedAtMs)
 		if err == nil {
@@ -206,7 +206,7 @@ func (s *Store) PutSnapshot(ctx context.Context, manifest content.Digest) (store
 // Snapshot implements store.Workspaces.
 func (s *Store) Snapshot(ctx context.Context, manifest content.Digest) (store.Snapshot, error) {
 	snap := store.Snapshot{Manifest: manifest}
-	err := s.reader.QueryRowContext(ctx, `SELECT created_at_ms FROM snapshots WHERE universe = ? AND manifest = ?`,
+	err := s.reads.QueryRowContext(ctx, `SELECT created_at_ms FROM snapshots WHERE universe = ? AND manifest = ?`,
 		s.universe, manifest.String()).Scan(&snap.CreatedAtMs)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Snapshot{}, fmt.Errorf("%w: %s", store.ErrSnapshotNotFound, manifest)
