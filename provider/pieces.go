@@ -66,8 +66,9 @@ func (p *Pieces) Get(key []byte) (any, bool) {
 	return el.Value.(*kept).v, true
 }
 
-// Put keeps v under key; size is the bytes v holds. A piece larger than
-// the whole bound is not kept. Callers must not modify v afterwards.
+// Put keeps v under key, in place of what was kept there; size is the
+// bytes v holds. A piece larger than the whole bound is not kept. Callers
+// must not modify v afterwards.
 func (p *Pieces) Put(key []byte, v any, size int64) {
 	if p == nil {
 		return
@@ -78,13 +79,18 @@ func (p *Pieces) Put(key []byte, v any, size int64) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if el, ok := p.byKey[string(key)]; ok { // a concurrent request lowered it too
+	if el, ok := p.byKey[string(key)]; ok {
+		// A concurrent request lowered it too, or the owner replaces
+		// what it keeps under the key (a session's last segment list).
+		pc := el.Value.(*kept)
+		p.size += size - pc.size
+		pc.v, pc.size = v, size
 		p.order.MoveToFront(el)
-		return
+	} else {
+		k := string(key)
+		p.byKey[k] = p.order.PushFront(&kept{key: k, v: v, size: size})
+		p.size += size
 	}
-	k := string(key)
-	p.byKey[k] = p.order.PushFront(&kept{key: k, v: v, size: size})
-	p.size += size
 	for p.size > p.max {
 		el := p.order.Back()
 		pc := el.Value.(*kept)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"testing"
 
 	"github.com/cairn-agents/cairn/blob"
@@ -79,12 +80,17 @@ func TestGenerateLowersOnlyNewEntries(t *testing.T) {
 		if n := len(bodies); string(bodies[n-2]) != string(bodies[n-1]) {
 			t.Fatalf("turn %d: the request from pieces differs:\n got %s\nwant %s", turn, bodies[n-2], bodies[n-1])
 		}
-		if *got.Cache != *want.Cache {
+		// The same facts; the segment list may be stored as a delta on
+		// the previous turn's, and reads back as the same list.
+		gotFacts, wantFacts := *got.Cache, *want.Cache
+		gotFacts.Segments, wantFacts.Segments = content.ContentRef{}, content.ContentRef{}
+		if gotFacts != wantFacts {
 			t.Fatalf("turn %d: cache facts %+v, want %+v", turn, got.Cache, want.Cache)
 		}
 		segs, err := view.ReadSegments(ctx, mem, got.Cache.Segments)
-		if err != nil || len(segs) != got.Cache.SegmentCount {
-			t.Fatalf("turn %d: read back %d segments (%v), want %d", turn, len(segs), err, got.Cache.SegmentCount)
+		wantSegs, werr := view.ReadSegments(ctx, mem, want.Cache.Segments)
+		if err != nil || werr != nil || len(segs) != got.Cache.SegmentCount || !reflect.DeepEqual(segs, wantSegs) {
+			t.Fatalf("turn %d: read back %d segments (%v, %v), want the %d stored without pieces", turn, len(segs), err, werr, got.Cache.SegmentCount)
 		}
 		// The answer joins the context as the next turn's material.
 		for _, in := range got.Entries {

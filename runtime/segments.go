@@ -13,16 +13,42 @@ import (
 	"github.com/cairn-agents/cairn/core"
 )
 
-// putSegments stores a segment list: as one list when it is short or
-// there is no edge store to hold chunks, else in chunks behind an index
-// (core.MediaRequestSegmentIndex) with edges to them.
+// putSegments stores a segment list. When the session's previous request
+// is remembered and shares a prefix with this one, it stores only the
+// difference (core.MediaRequestSegmentDelta) with an edge to that list's
+// blob, up to core.SegmentDeltaDepth deltas in a row. Otherwise it stores
+// the list whole when it is short or there is no edge store to hold
+// chunks, else in chunks behind an index (core.MediaRequestSegmentIndex)
+// with edges to them.
 //
 // Chunks cut at fixed positions, so a session's next request repeats all
 // but its last chunks. x.Pieces remembers the digest each chunk was stored
 // under, so a repeated chunk is neither encoded nor stored again: the
-// index's edges then hold it. When a remembered chunk has been collected
-// since, PutEdges reports it missing and the list is stored again whole.
+// index's edges then hold it. When a remembered blob (a chunk, or a
+// delta's base) has been collected since, PutEdges reports it missing and
+// the list is stored again whole.
 func (x *Executor) putSegments(ctx context.Context, sessionID string, segs []core.CacheSegment) (content.ContentRef, error) {
+	if prev, ok := x.lastSegments(sessionID); ok && x.Files != nil && prev.depth < core.SegmentDeltaDepth {
+		if keep := core.SegmentsPrefix(prev.segs, segs); keep > 0 {
+			ref, err := x.putDelta(ctx, core.SegmentDelta{Base: prev.ref, Keep: keep, Segments: segs[keep:]})
+			var missing *blob.MissingError
+			if err == nil {
+				x.rememberSegments(sessionID, ref, segs, prev.depth+1)
+				return ref, nil
+			} else if !errors.As(err, &missing) {
+				return content.ContentRef{}, err
+			}
+		}
+	}
+	ref, err := x.putWhole(ctx, sessionID, segs)
+	if err == nil {
+		x.rememberSegments(sessionID, ref, segs, 0)
+	}
+	return ref, err
+}
+
+// putWhole stores a segment list without a delta.
+func (x *Executor) putWhole(ctx context.Context, sessionID string, segs []core.CacheSegment) (content.ContentRef, error) {
 	if len(segs) <= core.SegmentChunk || x.Files == nil {
 		data, err := core.EncodeSegments(segs)
 		if err != nil {
@@ -36,6 +62,47 @@ func (x *Executor) putSegments(ctx context.Context, sessionID string, segs []cor
 		ref, err = x.putChunked(ctx, sessionID, segs, false)
 	}
 	return ref, err
+}
+
+// putDelta stores a delta and its edge to its base.
+func (x *Executor) putDelta(ctx context.Context, d core.SegmentDelta) (content.ContentRef, error) {
+	data, err := core.EncodeSegmentDelta(d)
+	if err != nil {
+		return content.ContentRef{}, err
+	}
+	ref, err := blob.PutRef(ctx, x.Blobs, data, core.MediaRequestSegmentDelta, "")
+	if err != nil {
+		return content.ContentRef{}, err
+	}
+	if err := x.Files.PutEdges(ctx, ref.Digest, []content.Digest{d.Base.Digest}); err != nil {
+		return content.ContentRef{}, err
+	}
+	return ref, nil
+}
+
+// storedList is a session's last stored segment list: where it is, what
+// it holds, and how many deltas lead to it from a whole list.
+type storedList struct {
+	ref   content.ContentRef
+	segs  []core.CacheSegment
+	depth int
+}
+
+// segmentBytes approximates what a segment costs in memory.
+const segmentBytes = 160
+
+func lastSegmentsKey(sessionID string) []byte {
+	return append([]byte("segment list\x00"), sessionID...)
+}
+
+func (x *Executor) lastSegments(sessionID string) (storedList, bool) {
+	v, _ := x.Pieces.Get(lastSegmentsKey(sessionID))
+	l, ok := v.(storedList)
+	return l, ok
+}
+
+func (x *Executor) rememberSegments(sessionID string, ref content.ContentRef, segs []core.CacheSegment, depth int) {
+	x.Pieces.Put(lastSegmentsKey(sessionID), storedList{ref: ref, segs: segs, depth: depth}, int64(len(segs))*segmentBytes)
 }
 
 // putChunked stores segs in chunks behind an index; with remembered, it

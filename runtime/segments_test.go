@@ -120,6 +120,7 @@ func TestRepeatedSegmentChunksAreStoredOnce(t *testing.T) {
 	}
 	next := append(slices.Clone(first[:140]), segments(20, "next")...)
 	counted.puts = 0
+	runtime.ExhaustDeltas(x, "s1") // stored whole, not as a delta on first
 	ref, err := runtime.PutSegments(x, ctx, next)
 	if err != nil {
 		t.Fatal(err)
@@ -144,6 +145,7 @@ func TestRepeatedSegmentChunksAreStoredOnce(t *testing.T) {
 	if _, ok := mem.DeleteIf(gone, func(time.Time) bool { return true }); !ok {
 		t.Fatal("could not delete the first chunk")
 	}
+	runtime.ExhaustDeltas(x, "s1")
 	again, err := runtime.PutSegments(x, ctx, next)
 	if err != nil || again != ref {
 		t.Fatalf("after its first chunk was collected the list is stored as %v, %v; want %v", again, err, ref)
@@ -158,5 +160,93 @@ func TestRepeatedSegmentChunksAreStoredOnce(t *testing.T) {
 	got, err := view.ReadSegments(ctx, mem, again)
 	if err != nil || !reflect.DeepEqual(got, next) {
 		t.Fatalf("read back %d segments, %v; want the list stored", len(got), err)
+	}
+}
+
+// With Pieces, the next turn's list is stored as what it changes in the
+// previous one, with an edge to it, for up to core.SegmentDeltaDepth turns;
+// then whole again. Every list reads back as the one stored. A delta
+// whose base was collected is not written: the list is stored whole.
+func TestSegmentListsAreStoredAsDeltas(t *testing.T) {
+	ctx := context.Background()
+	mem := blob.NewMemory()
+	files := store.NewMemory(mem)
+	x := &runtime.Executor{Blobs: mem, Files: files, Pieces: provider.NewPieces(1 << 20)}
+	list := segments(150, "turn")
+	var refs []content.ContentRef
+	var lists [][]core.CacheSegment
+	for turn := range core.SegmentDeltaDepth + 2 {
+		ref, err := runtime.PutSegments(x, ctx, list)
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs, lists = append(refs, ref), append(lists, list)
+		wantDelta := turn > 0 && turn <= core.SegmentDeltaDepth
+		if (ref.MediaType == core.MediaRequestSegmentDelta) != wantDelta {
+			t.Fatalf("turn %d stored as %s; want a delta: %v", turn, ref.MediaType, wantDelta)
+		}
+		if wantDelta {
+			data, _ := mem.Get(ctx, ref.Digest)
+			d, err := core.DecodeSegmentDelta(data)
+			if err != nil || d.Base != refs[turn-1] || d.Keep != len(lists[turn-1])-1 || len(d.Segments) != 3 {
+				t.Fatalf("turn %d: delta keeps %d and adds %d on %v (%v); want 3 added to all but the last segment of turn %d's list", turn, d.Keep, len(d.Segments), d.Base, err, turn-1)
+			}
+			if kids, err := files.Children(ctx, ref.Digest); err != nil || !slices.Equal(kids, []content.Digest{d.Base.Digest}) {
+				t.Fatalf("turn %d: the delta holds %v (%v), want its base", turn, kids, err)
+			}
+		}
+		// The next request drops the last segment and adds three.
+		list = append(slices.Clone(list[:len(list)-1]), segments(3, fmt.Sprintf("turn %d", turn))...)
+	}
+	for i, ref := range refs {
+		got, err := view.ReadSegments(ctx, mem, ref)
+		if err != nil || !reflect.DeepEqual(got, lists[i]) {
+			t.Fatalf("list %d reads back as %d segments, %v; want the %d stored", i, len(got), err, len(lists[i]))
+		}
+	}
+
+	// The last list's blob is collected: the next is stored whole.
+	last := refs[len(refs)-1]
+	if _, ok := mem.DeleteIf(last.Digest, func(time.Time) bool { return true }); !ok {
+		t.Fatal("could not delete the last list")
+	}
+	ref, err := runtime.PutSegments(x, ctx, list)
+	if err != nil || ref.MediaType == core.MediaRequestSegmentDelta {
+		t.Fatalf("after its base was collected the list is stored as %s, %v; want it whole", ref.MediaType, err)
+	}
+	if got, err := view.ReadSegments(ctx, mem, ref); err != nil || !reflect.DeepEqual(got, list) {
+		t.Fatalf("read back %d segments, %v", len(got), err)
+	}
+}
+
+// A reader refuses a delta chain longer than any writer stores, and a
+// delta that keeps more segments than its base holds.
+func TestSegmentDeltasAreReadWithinBounds(t *testing.T) {
+	ctx := context.Background()
+	mem := blob.NewMemory()
+	put := func(media string, data []byte) content.ContentRef {
+		ref, err := blob.PutRef(ctx, mem, data, media, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ref
+	}
+	whole, _ := core.EncodeSegments(segments(3, "base"))
+	ref := put(core.MediaRequestSegments, whole)
+	over, _ := core.EncodeSegmentDelta(core.SegmentDelta{Base: ref, Keep: 4})
+	if _, err := view.ReadSegments(ctx, mem, put(core.MediaRequestSegmentDelta, over)); err == nil {
+		t.Fatal("a delta keeping 4 of 3 segments was read")
+	}
+	for i := range core.SegmentDeltaDepth + 1 {
+		data, _ := core.EncodeSegmentDelta(core.SegmentDelta{Base: ref, Keep: 3, Segments: segments(1, fmt.Sprint(i))})
+		ref = put(core.MediaRequestSegmentDelta, data)
+		if i == core.SegmentDeltaDepth-1 {
+			if got, err := view.ReadSegments(ctx, mem, ref); err != nil || len(got) != 4 {
+				t.Fatalf("a chain of %d deltas reads as %d segments, %v", core.SegmentDeltaDepth, len(got), err)
+			}
+		}
+	}
+	if _, err := view.ReadSegments(ctx, mem, ref); err == nil {
+		t.Fatalf("a chain of %d deltas was read", core.SegmentDeltaDepth+1)
 	}
 }

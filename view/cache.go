@@ -412,8 +412,13 @@ func toolMoved(p core.CacheSegment, c *core.CacheSegment) bool {
 	return p.Kind != c.Kind || p.Ref != c.Ref
 }
 
-// ReadSegments loads a stored segment list, whole or chunked.
+// ReadSegments loads a stored segment list: whole, chunked, or a delta
+// on an earlier list.
 func ReadSegments(ctx context.Context, blobs BlobReader, ref content.ContentRef) ([]core.CacheSegment, error) {
+	return readSegments(ctx, blobs, ref, 0)
+}
+
+func readSegments(ctx context.Context, blobs BlobReader, ref content.ContentRef, depth int) ([]core.CacheSegment, error) {
 	data, err := blobs.Get(ctx, ref.Digest)
 	if err != nil {
 		return nil, fmt.Errorf("segment list: %w", err)
@@ -421,6 +426,24 @@ func ReadSegments(ctx context.Context, blobs BlobReader, ref content.ContentRef)
 	switch ref.MediaType {
 	case core.MediaRequestSegments:
 		return core.DecodeSegments(data)
+	case core.MediaRequestSegmentDelta:
+		// The writer starts over from a whole list after SegmentDeltaDepth
+		// deltas; a longer chain is not its output.
+		if depth >= core.SegmentDeltaDepth {
+			return nil, fmt.Errorf("segment list: more than %d deltas from a whole list", core.SegmentDeltaDepth)
+		}
+		d, err := core.DecodeSegmentDelta(data)
+		if err != nil {
+			return nil, err
+		}
+		base, err := readSegments(ctx, blobs, d.Base, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		if d.Keep > len(base) {
+			return nil, fmt.Errorf("segment delta keeps %d segments of a list of %d", d.Keep, len(base))
+		}
+		return append(base[:d.Keep:d.Keep], d.Segments...), nil
 	case core.MediaRequestSegmentIndex:
 	default:
 		return nil, fmt.Errorf("segment list of media type %q", ref.MediaType)

@@ -12,6 +12,7 @@ import (
 	"github.com/cairn-agents/cairn/provider"
 	"github.com/cairn-agents/cairn/runtime"
 	ctemporal "github.com/cairn-agents/cairn/runtime/temporal"
+	"github.com/cairn-agents/cairn/view"
 )
 
 // A worker's generations share one Pieces, and a long segment list is
@@ -67,12 +68,22 @@ func TestWorkflow_GenerationsSharePiecesAndChunkLongSegmentLists(t *testing.T) {
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
 			t.Fatal(err)
 		}
-		if p.Cache == nil || p.Cache.Segments.MediaType != core.MediaRequestSegmentIndex || p.Cache.SegmentCount != 2*core.SegmentChunk {
-			t.Fatalf("generation %d: cache facts %+v; want %d segments behind an index", n+1, p.Cache, 2*core.SegmentChunk)
+		// The first list is stored in chunks behind an index; the second,
+		// the same list, as a delta on it that holds it.
+		want, children := core.MediaRequestSegmentIndex, 2
+		if n == 1 {
+			want, children = core.MediaRequestSegmentDelta, 1
+		}
+		if p.Cache == nil || p.Cache.Segments.MediaType != want || p.Cache.SegmentCount != 2*core.SegmentChunk {
+			t.Fatalf("generation %d: cache facts %+v; want %d segments stored as %s", n+1, p.Cache, 2*core.SegmentChunk, want)
 		}
 		kids, err := st.Children(ctx, p.Cache.Segments.Digest)
-		if err != nil || len(kids) != 2 {
-			t.Fatalf("generation %d: the index holds %d chunks (%v), want 2", n+1, len(kids), err)
+		if err != nil || len(kids) != children {
+			t.Fatalf("generation %d: the list holds %d blobs (%v), want %d", n+1, len(kids), err, children)
+		}
+		segs, err := view.ReadSegments(ctx, st, p.Cache.Segments)
+		if err != nil || len(segs) != 2*core.SegmentChunk {
+			t.Fatalf("generation %d: read back %d segments, %v", n+1, len(segs), err)
 		}
 		n++
 	}
