@@ -33,7 +33,8 @@ import (
 // turn (a turn is one run here), read from /proc, at turns 10, 100, 1,000
 // and 10,000 as far as the scenario goes; the bytes its data directory
 // holds once the server has stopped; and the latency of session/read and
-// of one page of session/context/read after 10 turns and at the end. Run
+// of one page of session/context/read after 10 turns and at the end.
+// CAIRN_BENCH_KEEP=DIR keeps the data directory (DIR must not exist). Run
 // one with -benchtime 1x, e.g.
 //
 //	go test -run '^$' -bench ServeLongChat -benchtime 1x -timeout 60m ./e2e/
@@ -198,6 +199,14 @@ func runScenario(b *testing.B, sc scenario) scenarioResult {
 			}
 		}
 		res.stored = dirBytes(b, data)
+		if keep := os.Getenv("CAIRN_BENCH_KEEP"); keep != "" {
+			// Keep the data directory to look at with the CLI, e.g.
+			// `cairn storage report --data DIR`.
+			if err := os.Rename(data, keep); err != nil {
+				b.Fatalf("keeping the data directory (CAIRN_BENCH_KEEP): %v", err)
+			}
+			b.Logf("data directory kept in %s", keep)
+		}
 		b.ReportMetric(float64(res.stored)/1e6, "stored-MB")
 		b.ReportMetric(readsEarly[0], "session/read-ms@10turns")
 		b.ReportMetric(readsLate[0], "session/read-ms@end")
