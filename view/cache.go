@@ -209,8 +209,11 @@ func ReadCacheReport(ctx context.Context, log store.SessionLog, blobs BlobReader
 		first = len(gens) - limit
 		report.Cursor = gens[first].seq
 	}
+	// A request's list is mostly stored as a delta on the one before, so
+	// the lists read for this page are kept to read the next ones from.
+	read := map[content.Digest][]core.CacheSegment{}
 	for i := range gens {
-		if gens[i].segs, err = ReadSegments(ctx, blobs, gens[i].facts.Segments); err != nil {
+		if gens[i].segs, err = readSegments(ctx, blobs, gens[i].facts.Segments, 0, read); err != nil {
 			return CacheReport{}, fmt.Errorf("cache report of %s, seq %d: %w", sessionID, gens[i].seq, err)
 		}
 	}
@@ -415,10 +418,24 @@ func toolMoved(p core.CacheSegment, c *core.CacheSegment) bool {
 // ReadSegments loads a stored segment list: whole, chunked, or a delta
 // on an earlier list.
 func ReadSegments(ctx context.Context, blobs BlobReader, ref content.ContentRef) ([]core.CacheSegment, error) {
-	return readSegments(ctx, blobs, ref, 0)
+	return readSegments(ctx, blobs, ref, 0, nil)
 }
 
-func readSegments(ctx context.Context, blobs BlobReader, ref content.ContentRef, depth int) ([]core.CacheSegment, error) {
+// readSegments is ReadSegments at depth deltas from the list asked for;
+// read (when not nil) holds lists read before, by digest, and takes the
+// ones it reads. Callers must not modify the lists it returns.
+func readSegments(ctx context.Context, blobs BlobReader, ref content.ContentRef, depth int, read map[content.Digest][]core.CacheSegment) ([]core.CacheSegment, error) {
+	if segs, ok := read[ref.Digest]; ok {
+		return segs, nil
+	}
+	segs, err := readSegmentsBlob(ctx, blobs, ref, depth, read)
+	if err == nil && read != nil {
+		read[ref.Digest] = segs
+	}
+	return segs, err
+}
+
+func readSegmentsBlob(ctx context.Context, blobs BlobReader, ref content.ContentRef, depth int, read map[content.Digest][]core.CacheSegment) ([]core.CacheSegment, error) {
 	data, err := blobs.Get(ctx, ref.Digest)
 	if err != nil {
 		return nil, fmt.Errorf("segment list: %w", err)
@@ -436,7 +453,7 @@ func readSegments(ctx context.Context, blobs BlobReader, ref content.ContentRef,
 		if err != nil {
 			return nil, err
 		}
-		base, err := readSegments(ctx, blobs, d.Base, depth+1)
+		base, err := readSegments(ctx, blobs, d.Base, depth+1, read)
 		if err != nil {
 			return nil, err
 		}
