@@ -13,18 +13,28 @@ const MaxSupersededCatalogs = 5
 // first, ordered by key; every other entry at its recorded position.
 func (s *State) Context() []Entry {
 	out := make([]Entry, 0, len(s.entries))
-	for _, e := range s.entries {
-		if e.Kind == EntryInstructions {
-			out = append(out, e)
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Key < out[j].Key })
-	for _, e := range s.entries {
-		if e.Kind != EntryInstructions {
-			out = append(out, e)
-		}
-	}
+	s.eachInContext(func(e *Entry) { out = append(out, *e) })
 	return out
+}
+
+// eachInContext calls fn with each active entry in request order (see
+// Context), without copying the context.
+func (s *State) eachInContext(fn func(*Entry)) {
+	var instr []int
+	for i := range s.entries {
+		if s.entries[i].Kind == EntryInstructions {
+			instr = append(instr, i)
+		}
+	}
+	sort.SliceStable(instr, func(a, b int) bool { return s.entries[instr[a]].Key < s.entries[instr[b]].Key })
+	for _, i := range instr {
+		fn(&s.entries[i])
+	}
+	for i := range s.entries {
+		if s.entries[i].Kind != EntryInstructions {
+			fn(&s.entries[i])
+		}
+	}
 }
 
 // EntryCount is the number of active entries.

@@ -3,6 +3,7 @@ package core
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"hash"
 	"strconv"
 
 	"github.com/cairn-agents/cairn/content"
@@ -17,51 +18,72 @@ const FingerprintPrefix = "fp1:"
 // content in request order. A request rebuilt from the log at the planned
 // revision must produce the same fingerprint.
 func PlanFingerprint(cfg SessionConfig, entries []Entry) string {
-	h := sha256.New()
-	// Fields are written as "<len>:<bytes>" into one buffer per entry and
-	// hashed together: the same bytes as hashing each field alone, without
-	// an allocation per field (a context holds thousands of entries).
-	var buf []byte
-	field := func(s string) {
-		buf = strconv.AppendInt(buf, int64(len(s)), 10)
-		buf = append(buf, ':')
-		buf = append(buf, s...)
-	}
-	flush := func() {
-		h.Write(buf)
-		buf = buf[:0]
-	}
-	field(cfg.Model.ProviderID)
-	field(cfg.Model.APIKind)
-	field(cfg.Model.Model)
-	if len(cfg.ProviderParams) > 0 { // absent params leave older fingerprints unchanged
-		field("params")
-		field(string(cfg.ProviderParams))
-	}
-	field(strconv.Itoa(len(cfg.Tools)))
-	for _, t := range cfg.Tools {
-		field(t)
-	}
-	field(strconv.Itoa(len(entries)))
-	flush()
-	var digest [len(content.DigestPrefix) + 2*sha256.Size]byte
-	copy(digest[:], content.DigestPrefix)
+	p := newPlanHash(cfg, len(entries))
 	for i := range entries {
-		e := &entries[i]
-		field(e.ID)
-		field(e.Kind)
-		field(e.Role)
-		hex.Encode(digest[len(content.DigestPrefix):], e.Content.Digest[:])
-		buf = strconv.AppendInt(buf, int64(len(digest)), 10)
-		buf = append(buf, ':')
-		buf = append(buf, digest[:]...)
-		field(e.Content.MediaType)
-		field(e.Content.ProviderKind)
-		field(e.CallID)
-		field(e.ToolName)
-		flush()
+		p.entry(&entries[i])
 	}
-	return FingerprintPrefix + hex.EncodeToString(h.Sum(nil))
+	return p.sum()
+}
+
+// planHash computes a PlanFingerprint entry by entry. Fields are written as
+// "<len>:<bytes>" into one buffer per entry and hashed together: the same
+// bytes as hashing each field alone, without an allocation per field (a
+// context holds thousands of entries).
+type planHash struct {
+	h      hash.Hash
+	buf    []byte
+	digest [len(content.DigestPrefix) + 2*sha256.Size]byte
+}
+
+// newPlanHash starts the fingerprint of a request of n entries.
+func newPlanHash(cfg SessionConfig, n int) *planHash {
+	p := &planHash{h: sha256.New()}
+	copy(p.digest[:], content.DigestPrefix)
+	p.field(cfg.Model.ProviderID)
+	p.field(cfg.Model.APIKind)
+	p.field(cfg.Model.Model)
+	if len(cfg.ProviderParams) > 0 { // absent params leave older fingerprints unchanged
+		p.field("params")
+		p.field(string(cfg.ProviderParams))
+	}
+	p.field(strconv.Itoa(len(cfg.Tools)))
+	for _, t := range cfg.Tools {
+		p.field(t)
+	}
+	p.field(strconv.Itoa(n))
+	p.flush()
+	return p
+}
+
+func (p *planHash) field(s string) {
+	p.buf = strconv.AppendInt(p.buf, int64(len(s)), 10)
+	p.buf = append(p.buf, ':')
+	p.buf = append(p.buf, s...)
+}
+
+func (p *planHash) flush() {
+	p.h.Write(p.buf)
+	p.buf = p.buf[:0]
+}
+
+// entry adds the next entry of the request.
+func (p *planHash) entry(e *Entry) {
+	p.field(e.ID)
+	p.field(e.Kind)
+	p.field(e.Role)
+	hex.Encode(p.digest[len(content.DigestPrefix):], e.Content.Digest[:])
+	p.buf = strconv.AppendInt(p.buf, int64(len(p.digest)), 10)
+	p.buf = append(p.buf, ':')
+	p.buf = append(p.buf, p.digest[:]...)
+	p.field(e.Content.MediaType)
+	p.field(e.Content.ProviderKind)
+	p.field(e.CallID)
+	p.field(e.ToolName)
+	p.flush()
+}
+
+func (p *planHash) sum() string {
+	return FingerprintPrefix + hex.EncodeToString(p.h.Sum(nil))
 }
 
 // InputFingerprint identifies a run submission's payload, so a retry with the

@@ -80,8 +80,14 @@ func planBoundary(s *State, r *Run, at int64) Intent {
 		inputs = append(inputs, userMessages(st.Input)...)
 	}
 	added := b.entries(inputs, SourceUser, r.ID, joins)
-	planned := append(s.Context(), added...) // user messages carry no key: they go to the tail
-	b.add(KindTurnPlanned, joins, TurnPlanned{RunID: r.ID, Turn: n, ContextRevision: b.rev, ConfigRevision: s.ConfigRevision, Fingerprint: PlanFingerprint(s.Config, planned)})
+	// The planned request is the context and then the added entries (user
+	// messages carry no key: they go to the tail), fingerprinted in place.
+	fp := newPlanHash(s.Config, len(s.entries)+len(added))
+	s.eachInContext(fp.entry)
+	for i := range added {
+		fp.entry(&added[i])
+	}
+	b.add(KindTurnPlanned, joins, TurnPlanned{RunID: r.ID, Turn: n, ContextRevision: b.rev, ConfigRevision: s.ConfigRevision, Fingerprint: fp.sum()})
 	b.add(KindTurnGenerationRequested, joins, TurnGenerationRequested{RunID: r.ID, Turn: n})
 	return appendIntent(s, b)
 }
