@@ -95,7 +95,46 @@ func (a *Activities) Rehydrate(ctx context.Context, in RehydrateIn) (RehydrateOu
 		return RehydrateOut{}, err
 	}
 	cp, err := core.EncodeCheckpoint(state)
-	return RehydrateOut{Checkpoint: cp}, err
+	if err != nil || len(cp) <= RehydrateInline {
+		return RehydrateOut{Checkpoint: cp}, err
+	}
+	// Too large to cross whole: store the chunks (the grace period holds
+	// them until the workflow has read them) and return the index.
+	parts, err := core.EncodeCheckpointParts(state, nil)
+	if err != nil {
+		return RehydrateOut{}, err
+	}
+	for _, d := range parts.Chunks {
+		if data, ok := parts.New[d]; ok {
+			if _, err := st.Put(ctx, data); err != nil {
+				return RehydrateOut{}, err
+			}
+		}
+	}
+	return RehydrateOut{Index: parts.Index}, nil
+}
+
+// ReadCheckpointChunks returns the bytes of the first chunks named, as many
+// as fit in ReadChunksBytes (always at least one).
+func (a *Activities) ReadCheckpointChunks(ctx context.Context, in ReadChunksIn) (ReadChunksOut, error) {
+	st, err := a.store(ctx, in.Universe)
+	if err != nil {
+		return ReadChunksOut{}, err
+	}
+	var out ReadChunksOut
+	size := 0
+	for _, d := range in.Digests {
+		data, err := st.Get(ctx, d)
+		if err != nil {
+			return ReadChunksOut{}, err
+		}
+		if len(out.Chunks) > 0 && size+len(data) > ReadChunksBytes {
+			break
+		}
+		out.Chunks = append(out.Chunks, data)
+		size += len(data)
+	}
+	return out, nil
 }
 
 // Append stores proposals. A retry after a crash that happened between the

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/cairn-agents/cairn/content"
 	"github.com/cairn-agents/cairn/core"
 )
 
@@ -198,9 +199,33 @@ type RehydrateIn struct {
 
 // RehydrateOut is the session's reducer state as a checkpoint (facts and
 // refs, never conversation bytes); empty when the session has no events yet.
+// A state of at most RehydrateInline bytes comes whole (Checkpoint); a
+// larger one as the index of a chunked checkpoint (Index) whose chunks the
+// activity has stored, for the workflow to read in batches
+// (ReadCheckpointChunks): no single activity result grows with the
+// session's length past Temporal's payload limits.
 type RehydrateOut struct {
 	Checkpoint json.RawMessage `json:"checkpoint,omitempty"`
+	Index      json.RawMessage `json:"index,omitempty"`
 }
+
+// RehydrateInline is the largest state Rehydrate returns whole.
+const RehydrateInline = 256 << 10
+
+// ReadChunksIn names checkpoint chunks to read.
+type ReadChunksIn struct {
+	Universe string           `json:"universe"`
+	Digests  []content.Digest `json:"digests"`
+}
+
+// ReadChunksOut holds the bytes of the first chunks asked for, in order: as
+// many as fit in ReadChunksBytes (at least one).
+type ReadChunksOut struct {
+	Chunks [][]byte `json:"chunks"`
+}
+
+// ReadChunksBytes bounds the chunk bytes of one ReadCheckpointChunks result.
+const ReadChunksBytes = 1 << 20
 
 // AppendIn are proposals to store after ExpectedHead.
 type AppendIn struct {

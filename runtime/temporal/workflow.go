@@ -2,6 +2,7 @@ package temporal
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/cairn-agents/cairn/content"
 	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/runtime"
 )
@@ -94,13 +96,45 @@ func (s *session) rehydrate(ctx workflow.Context) error {
 		return err
 	}
 	state := core.NewState()
-	if len(out.Checkpoint) > 0 {
+	switch {
+	case len(out.Checkpoint) > 0:
 		if state, err = core.DecodeCheckpoint(out.Checkpoint); err != nil {
+			return err
+		}
+	case len(out.Index) > 0:
+		// Only results of activities that know Index carry one, so
+		// histories from before it replay down the first branch.
+		if state, err = s.readChunked(ctx, out.Index); err != nil {
 			return err
 		}
 	}
 	s.drive = core.NewDrive(state)
 	return nil
+}
+
+// readChunked reads the chunks of a chunked checkpoint index in batches
+// and decodes the state it holds.
+func (s *session) readChunked(ctx workflow.Context, index []byte) (*core.State, error) {
+	refs, err := core.CheckpointChunkRefs(index)
+	if err != nil {
+		return nil, err
+	}
+	chunks := make(map[content.Digest][]byte, len(refs))
+	for next := 0; next < len(refs); {
+		var out ReadChunksOut
+		in := ReadChunksIn{Universe: s.args.Universe, Digests: refs[next:min(next+512, len(refs))]}
+		if err := workflow.ExecuteActivity(s.shortActivity(ctx), "ReadCheckpointChunks", in).Get(ctx, &out); err != nil {
+			return nil, err
+		}
+		if len(out.Chunks) == 0 || len(out.Chunks) > len(in.Digests) {
+			return nil, fmt.Errorf("read %d checkpoint chunks of %d asked for", len(out.Chunks), len(in.Digests))
+		}
+		for i, data := range out.Chunks {
+			chunks[in.Digests[i]] = data
+		}
+		next += len(out.Chunks)
+	}
+	return core.DecodeCheckpointParts(index, chunks)
 }
 
 func (s *session) idle() bool {
