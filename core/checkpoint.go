@@ -16,6 +16,14 @@ const (
 )
 
 type checkpoint struct {
+	checkpointHead
+	Entries []Entry    `json:"entries"`
+	Runs    []runState `json:"runs"`
+}
+
+// checkpointHead is the state apart from its entries and runs: all of a
+// version 2 index but the chunks it names.
+type checkpointHead struct {
 	Format         string        `json:"format"`
 	Version        int           `json:"version"`
 	SessionID      string        `json:"sessionId"`
@@ -25,9 +33,7 @@ type checkpoint struct {
 	Config         SessionConfig `json:"config"`
 	ConfigRevision int64         `json:"configRevision"`
 	Revision       int64         `json:"revision"`
-	Entries        []Entry       `json:"entries"`
 	NextEntry      int64         `json:"nextEntry"`
-	Runs           []runState    `json:"runs"`
 	Active         string        `json:"active,omitempty"`
 	Queue          []string      `json:"queue"`
 	// Compaction and RunsSinceCompaction were added within version 1:
@@ -90,13 +96,13 @@ func EncodeCheckpoint(s *State) ([]byte, error) {
 
 // checkpoint returns the state as a version 1 checkpoint.
 func (s *State) checkpoint() checkpoint {
-	cp := checkpoint{
+	cp := checkpoint{checkpointHead: checkpointHead{
 		Format: CheckpointFormat, Version: CheckpointVersion,
 		SessionID: s.SessionID, Head: s.Head, Opened: s.Opened, Closed: s.Closed,
 		Config: s.Config, ConfigRevision: s.ConfigRevision, Revision: s.Revision,
-		Entries: s.entries, NextEntry: s.nextEntry, Active: s.Active, Queue: s.Queue,
+		NextEntry: s.nextEntry, Active: s.Active, Queue: s.Queue,
 		Compaction: s.Compaction, RunsSinceCompaction: s.runsSinceCompaction,
-	}
+	}, Entries: s.entries}
 	if cp.Entries == nil {
 		cp.Entries = []Entry{}
 	}

@@ -33,25 +33,12 @@ const (
 	chunkMax    = 128
 )
 
-// checkpointIndex is the version 2 index: the version 1 state without its
-// entries and runs, which are in the chunks it names, in order.
+// checkpointIndex is the version 2 index: the state without its entries
+// and runs, which are in the chunks it names, in order.
 type checkpointIndex struct {
-	Format              string             `json:"format"`
-	Version             int                `json:"version"`
-	SessionID           string             `json:"sessionId"`
-	Head                int64              `json:"head"`
-	Opened              bool               `json:"opened"`
-	Closed              bool               `json:"closed"`
-	Config              SessionConfig      `json:"config"`
-	ConfigRevision      int64              `json:"configRevision"`
-	Revision            int64              `json:"revision"`
-	NextEntry           int64              `json:"nextEntry"`
-	Active              string             `json:"active,omitempty"`
-	Queue               []string           `json:"queue"`
-	Compaction          *PendingCompaction `json:"compaction,omitempty"`
-	RunsSinceCompaction int                `json:"runsSinceCompaction,omitempty"`
-	EntryChunks         []CheckpointChunk  `json:"entryChunks"`
-	RunChunks           []CheckpointChunk  `json:"runChunks"`
+	checkpointHead
+	EntryChunks []CheckpointChunk `json:"entryChunks"`
+	RunChunks   []CheckpointChunk `json:"runChunks"`
 }
 
 // CheckpointChunk names one chunk of a chunked checkpoint and how many
@@ -95,13 +82,8 @@ type CheckpointMemo struct {
 func EncodeCheckpointParts(s *State, memo *CheckpointMemo) (CheckpointParts, error) {
 	cp := s.checkpoint()
 	parts := CheckpointParts{New: map[content.Digest][]byte{}, Memo: &CheckpointMemo{chunks: map[string]content.Digest{}}}
-	ix := checkpointIndex{
-		Format: CheckpointFormat, Version: CheckpointChunkedVersion,
-		SessionID: cp.SessionID, Head: cp.Head, Opened: cp.Opened, Closed: cp.Closed,
-		Config: cp.Config, ConfigRevision: cp.ConfigRevision, Revision: cp.Revision, NextEntry: cp.NextEntry,
-		Active: cp.Active, Queue: cp.Queue, Compaction: cp.Compaction, RunsSinceCompaction: cp.RunsSinceCompaction,
-		EntryChunks: []CheckpointChunk{}, RunChunks: []CheckpointChunk{},
-	}
+	ix := checkpointIndex{checkpointHead: cp.checkpointHead, EntryChunks: []CheckpointChunk{}, RunChunks: []CheckpointChunk{}}
+	ix.Version = CheckpointChunkedVersion
 	// put encodes one chunk unless the memo knows it under key ("" for a
 	// chunk that may still change), and records it in the index list.
 	put := func(list *[]CheckpointChunk, key string, count int, v any) error {
@@ -234,12 +216,8 @@ func DecodeCheckpointParts(data []byte, chunks map[content.Digest][]byte) (*Stat
 	if ix == nil {
 		return decodeWhole(data)
 	}
-	cp := checkpoint{
-		Format: CheckpointFormat, Version: CheckpointVersion,
-		SessionID: ix.SessionID, Head: ix.Head, Opened: ix.Opened, Closed: ix.Closed,
-		Config: ix.Config, ConfigRevision: ix.ConfigRevision, Revision: ix.Revision, NextEntry: ix.NextEntry,
-		Active: ix.Active, Queue: ix.Queue, Compaction: ix.Compaction, RunsSinceCompaction: ix.RunsSinceCompaction,
-	}
+	cp := checkpoint{checkpointHead: ix.checkpointHead}
+	cp.Version = CheckpointVersion
 	for _, c := range ix.EntryChunks {
 		items, err := decodeChunk[Entry](chunks, c, checkpointEntriesFormat)
 		if err != nil {

@@ -31,22 +31,7 @@ func TestWorkflow_RehydratesALargeStateInChunks(t *testing.T) {
 
 	// A long session, written to the log before its workflow starts.
 	state := core.NewState()
-	admit := func(cmd core.Command) {
-		t.Helper()
-		a, err := core.Admit(state, cmd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		evs, err := st.Memory.Append(ctx, "s1", state.Head, a.Proposals)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, ev := range evs {
-			if err := state.Apply(ev); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	admit := logWriter(t, st.Memory, "s1", state)
 	admit(core.OpenSession{AtMs: 1, SessionID: "s1", Config: unitConfig})
 	ref, err := blob.PutRef(ctx, st, []byte("a note"), content.MediaText, "")
 	if err != nil {

@@ -46,22 +46,7 @@ func TestRehydrate_LoadsFromTheCheckpointAndTheTail(t *testing.T) {
 	blobs := blob.NewMemory()
 	st := &tailStore{memStore: memStore{Memory: store.NewMemory(blobs), Store: blobs}}
 	state := core.NewState()
-	admit := func(cmd core.Command) {
-		t.Helper()
-		a, err := core.Admit(state, cmd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		evs, err := st.Memory.Append(ctx, "s1", state.Head, a.Proposals)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, ev := range evs {
-			if err := state.Apply(ev); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	admit := logWriter(t, st.Memory, "s1", state)
 	admit(core.OpenSession{AtMs: 1, SessionID: "s1", Config: unitConfig})
 	var cp []byte
 	for i := range 6 {
@@ -148,5 +133,27 @@ func TestRehydrate_LoadsFromTheCheckpointAndTheTail(t *testing.T) {
 	}
 	if data, err := core.EncodeCheckpoint(loaded); err != nil || !bytes.Equal(data, want) {
 		t.Fatalf("the checkpoint written from the cached state differs from a full replay's: %v", err)
+	}
+}
+
+// logWriter returns a function that admits a command to state and appends
+// its events to the session's log, for tests that write a session's
+// history before its workflow runs.
+func logWriter(t *testing.T, log store.SessionLog, sessionID string, state *core.State) func(core.Command) {
+	return func(cmd core.Command) {
+		t.Helper()
+		a, err := core.Admit(state, cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, err := log.Append(context.Background(), sessionID, state.Head, a.Proposals)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs {
+			if err := state.Apply(ev); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }
