@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -27,22 +28,34 @@ const (
 // Chunk boundaries are content-defined: a chunk ends after an item whose id
 // hashes to a multiple of chunkSpread (about chunkSpread items a chunk), or
 // at chunkMax items. A removal or replacement in the middle of the context
-// then changes the chunk it falls in, not every chunk after it.
+// then changes the chunk it falls in, not every chunk after it. Pages of
+// chunk refs are cut the same way, by the chunks' digests: the index names
+// pages, a page its chunks, so a new checkpoint writes (and records edges
+// for) its index, the pages that changed and their changed chunks, and the
+// index stays small however long the session grows.
 const (
 	chunkSpread = 32
 	chunkMax    = 128
+	pageSpread  = 16
+	pageMax     = 64
 )
+
+const checkpointPageFormat = "cairn.reducer-state.page"
 
 // checkpointIndex is the version 2 index: the state without its entries
 // and runs, which are in the chunks it names, in order.
 type checkpointIndex struct {
 	checkpointHead
-	EntryChunks []CheckpointChunk `json:"entryChunks"`
-	RunChunks   []CheckpointChunk `json:"runChunks"`
+	// EntryPages and RunPages name pages of chunks. An index written
+	// before pages names its chunks itself (EntryChunks, RunChunks).
+	EntryPages  []CheckpointChunk `json:"entryPages,omitempty"`
+	RunPages    []CheckpointChunk `json:"runPages,omitempty"`
+	EntryChunks []CheckpointChunk `json:"entryChunks,omitempty"`
+	RunChunks   []CheckpointChunk `json:"runChunks,omitempty"`
 }
 
-// CheckpointChunk names one chunk of a chunked checkpoint and how many
-// items it holds.
+// CheckpointChunk names one chunk (or page) of a chunked checkpoint and
+// how many items (or chunks) it holds.
 type CheckpointChunk struct {
 	Ref   content.Digest `json:"ref"`
 	Count int            `json:"count"`
@@ -54,22 +67,36 @@ type chunkBody[T any] struct {
 	Items  []T    `json:"items"`
 }
 
-// CheckpointParts is a chunked checkpoint ready to store: the index, and
-// the bytes of every chunk it names that the memo did not know (chunks it
-// knew are stored already, by the checkpoint the memo came from).
+// CheckpointParts is a chunked checkpoint ready to store: the index, the
+// pages and chunks the memo did not know (the checkpoint the memo came
+// from stored the others), and the edges of the new pages.
 type CheckpointParts struct {
 	Index []byte
-	// Chunks are the digests of every chunk the index names, in order.
-	Chunks []content.Digest
-	// New holds the bytes of the chunks to store, by digest.
-	New map[content.Digest][]byte
-	// Memo remembers this checkpoint's chunks, for the next one.
+	// Named are the pages the index names, in order: its edges.
+	Named []content.Digest
+	// New are the blobs to store, chunks before the pages that name them.
+	New []CheckpointBlob
+	// Edges are each new page's edges to its chunks.
+	Edges []CheckpointEdges
+	// Memo remembers this checkpoint's chunks and pages, for the next one.
 	Memo *CheckpointMemo
 }
 
-// CheckpointMemo remembers the chunks of a session's last stored
-// checkpoint by the items they hold, so the next checkpoint does not encode
-// them again. A chunk is remembered only when its items cannot change: any
+// CheckpointBlob is a chunk or page to store.
+type CheckpointBlob struct {
+	Digest content.Digest
+	Data   []byte
+}
+
+// CheckpointEdges are a page's edges to its chunks.
+type CheckpointEdges struct {
+	Parent   content.Digest
+	Children []content.Digest
+}
+
+// CheckpointMemo remembers the chunks and pages of a session's last stored
+// checkpoint by what they hold, so the next checkpoint does not encode them
+// again. A chunk is remembered only when its items cannot change: any
 // entry, and runs that have all ended. The zero value and nil remember
 // nothing.
 type CheckpointMemo struct {
@@ -81,51 +108,83 @@ type CheckpointMemo struct {
 // without a memo.
 func EncodeCheckpointParts(s *State, memo *CheckpointMemo) (CheckpointParts, error) {
 	cp := s.checkpoint()
-	parts := CheckpointParts{New: map[content.Digest][]byte{}, Memo: &CheckpointMemo{chunks: map[string]content.Digest{}}}
-	ix := checkpointIndex{checkpointHead: cp.checkpointHead, EntryChunks: []CheckpointChunk{}, RunChunks: []CheckpointChunk{}}
+	parts := CheckpointParts{Memo: &CheckpointMemo{chunks: map[string]content.Digest{}}}
+	ix := checkpointIndex{checkpointHead: cp.checkpointHead}
 	ix.Version = CheckpointChunkedVersion
-	// put encodes one chunk unless the memo knows it under key ("" for a
-	// chunk that may still change), and records it in the index list.
-	put := func(list *[]CheckpointChunk, key string, count int, v any) error {
+	// put encodes one blob unless the memo knows it under key ("" for a
+	// chunk that may still change), and returns its digest and whether it
+	// is new.
+	put := func(key string, v any) (content.Digest, bool, error) {
 		d, known := memo.lookup(key)
 		if !known {
 			data, err := content.MarshalCanonical(v)
 			if err != nil {
-				return err
+				return d, false, err
 			}
 			d = content.Sum(data)
-			parts.New[d] = data
+			parts.New = append(parts.New, CheckpointBlob{Digest: d, Data: data})
 		}
 		if key != "" {
 			parts.Memo.chunks[key] = d
 		}
-		*list = append(*list, CheckpointChunk{Ref: d, Count: count})
-		parts.Chunks = append(parts.Chunks, d)
-		return nil
+		return d, !known, nil
 	}
-	for _, ch := range cutChunks(len(cp.Entries), func(i int) string { return cp.Entries[i].ID }) {
+	// paged groups a list's chunks into pages.
+	paged := func(chunks []CheckpointChunk) ([]CheckpointChunk, error) {
+		pages := []CheckpointChunk{}
+		for _, pg := range cutChunks(len(chunks), func(i int) string { return chunks[i].Ref.String() }, pageSpread, pageMax) {
+			refs := chunks[pg[0]:pg[1]]
+			var key strings.Builder
+			key.WriteString("p")
+			kids := make([]content.Digest, len(refs))
+			for i, c := range refs {
+				key.WriteString(" " + c.Ref.String() + "/" + strconv.Itoa(c.Count))
+				kids[i] = c.Ref
+			}
+			d, isNew, err := put(key.String(), chunkBody[CheckpointChunk]{Format: checkpointPageFormat, Items: refs})
+			if err != nil {
+				return nil, err
+			}
+			if isNew {
+				parts.Edges = append(parts.Edges, CheckpointEdges{Parent: d, Children: kids})
+			}
+			pages = append(pages, CheckpointChunk{Ref: d, Count: len(refs)})
+			parts.Named = append(parts.Named, d)
+		}
+		return pages, nil
+	}
+	var entryChunks, runChunks []CheckpointChunk
+	for _, ch := range cutChunks(len(cp.Entries), func(i int) string { return cp.Entries[i].ID }, chunkSpread, chunkMax) {
 		es := cp.Entries[ch[0]:ch[1]]
 		var key strings.Builder
 		key.WriteString("e")
 		for _, e := range es {
 			key.WriteString(" " + e.ID)
 		}
-		if err := put(&ix.EntryChunks, key.String(), len(es), chunkBody[Entry]{Format: checkpointEntriesFormat, Items: es}); err != nil {
+		d, _, err := put(key.String(), chunkBody[Entry]{Format: checkpointEntriesFormat, Items: es})
+		if err != nil {
 			return CheckpointParts{}, err
 		}
+		entryChunks = append(entryChunks, CheckpointChunk{Ref: d, Count: len(es)})
 	}
-	for _, ch := range cutChunks(len(cp.Runs), func(i int) string { return cp.Runs[i].ID }) {
+	for _, ch := range cutChunks(len(cp.Runs), func(i int) string { return cp.Runs[i].ID }, chunkSpread, chunkMax) {
 		rs := cp.Runs[ch[0]:ch[1]]
-		key := runsChunkKey(rs)
-		if err := put(&ix.RunChunks, key, len(rs), chunkBody[runState]{Format: checkpointRunsFormat, Items: rs}); err != nil {
+		d, _, err := put(runsChunkKey(rs), chunkBody[runState]{Format: checkpointRunsFormat, Items: rs})
+		if err != nil {
 			return CheckpointParts{}, err
 		}
+		runChunks = append(runChunks, CheckpointChunk{Ref: d, Count: len(rs)})
 	}
-	index, err := content.MarshalCanonical(ix)
-	if err != nil {
+	var err error
+	if ix.EntryPages, err = paged(entryChunks); err != nil {
 		return CheckpointParts{}, err
 	}
-	parts.Index = index
+	if ix.RunPages, err = paged(runChunks); err != nil {
+		return CheckpointParts{}, err
+	}
+	if parts.Index, err = content.MarshalCanonical(ix); err != nil {
+		return CheckpointParts{}, err
+	}
 	return parts, nil
 }
 
@@ -152,14 +211,15 @@ func (m *CheckpointMemo) lookup(key string) (content.Digest, bool) {
 }
 
 // cutChunks splits n items, named by id(i), into [from, to) ranges at
-// content-defined boundaries.
-func cutChunks(n int, id func(int) string) [][2]int {
+// content-defined boundaries: after an item whose id hashes to a multiple
+// of spread, or at max items.
+func cutChunks(n int, id func(int) string, spread, max uint32) [][2]int {
 	var out [][2]int
 	from := 0
 	for i := range n {
 		h := fnv.New32a()
 		h.Write([]byte(id(i)))
-		if h.Sum32()%chunkSpread == 0 || i+1-from == chunkMax || i == n-1 {
+		if h.Sum32()%spread == 0 || uint32(i+1-from) == max || i == n-1 {
 			out = append(out, [2]int{from, i + 1})
 			from = i + 1
 		}
@@ -167,21 +227,58 @@ func cutChunks(n int, id func(int) string) [][2]int {
 	return out
 }
 
-// CheckpointChunkRefs returns the chunks a checkpoint blob needs, in order:
-// none for a version 1 checkpoint, which holds everything itself.
+// CheckpointChunkRefs returns the blobs a checkpoint's index names itself,
+// in order: its pages (or, for an index written before pages, its chunks);
+// none for a version 1 checkpoint, which holds everything itself. They are
+// the index's edges.
 func CheckpointChunkRefs(data []byte) ([]content.Digest, error) {
 	ix, err := decodeIndex(data)
 	if err != nil || ix == nil {
 		return nil, err
 	}
 	var out []content.Digest
-	for _, c := range ix.EntryChunks {
-		out = append(out, c.Ref)
-	}
-	for _, c := range ix.RunChunks {
-		out = append(out, c.Ref)
+	for _, list := range [][]CheckpointChunk{ix.EntryPages, ix.RunPages, ix.EntryChunks, ix.RunChunks} {
+		for _, c := range list {
+			out = append(out, c.Ref)
+		}
 	}
 	return out, nil
+}
+
+// CheckpointNeeds returns the blobs a checkpoint needs that have does not
+// hold yet: the ones its index names, then, once those pages are held, the
+// chunks they name. A reader fetches them until it needs none, then calls
+// DecodeCheckpointParts.
+func CheckpointNeeds(data []byte, have map[content.Digest][]byte) ([]content.Digest, error) {
+	ix, err := decodeIndex(data)
+	if err != nil || ix == nil {
+		return nil, err
+	}
+	named, err := CheckpointChunkRefs(data)
+	if err != nil {
+		return nil, err
+	}
+	var need []content.Digest
+	for _, d := range named {
+		if _, ok := have[d]; !ok {
+			need = append(need, d)
+		}
+	}
+	if len(need) > 0 {
+		return need, nil
+	}
+	for _, pg := range append(slices.Clone(ix.EntryPages), ix.RunPages...) {
+		refs, err := decodeChunk[CheckpointChunk](have, pg, checkpointPageFormat)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range refs {
+			if _, ok := have[c.Ref]; !ok {
+				need = append(need, c.Ref)
+			}
+		}
+	}
+	return need, nil
 }
 
 // decodeIndex decodes a version 2 index; nil (and no error) for a blob of
@@ -218,14 +315,22 @@ func DecodeCheckpointParts(data []byte, chunks map[content.Digest][]byte) (*Stat
 	}
 	cp := checkpoint{checkpointHead: ix.checkpointHead}
 	cp.Version = CheckpointVersion
-	for _, c := range ix.EntryChunks {
+	entryChunks, err := unpage(chunks, ix.EntryPages, ix.EntryChunks)
+	if err != nil {
+		return nil, err
+	}
+	runChunks, err := unpage(chunks, ix.RunPages, ix.RunChunks)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range entryChunks {
 		items, err := decodeChunk[Entry](chunks, c, checkpointEntriesFormat)
 		if err != nil {
 			return nil, err
 		}
 		cp.Entries = append(cp.Entries, items...)
 	}
-	for _, c := range ix.RunChunks {
+	for _, c := range runChunks {
 		items, err := decodeChunk[runState](chunks, c, checkpointRunsFormat)
 		if err != nil {
 			return nil, err
@@ -233,6 +338,23 @@ func DecodeCheckpointParts(data []byte, chunks map[content.Digest][]byte) (*Stat
 		cp.Runs = append(cp.Runs, items...)
 	}
 	return cp.state()
+}
+
+// unpage returns the chunks the pages name, in order; an index written
+// before pages gives its chunks (flat) itself.
+func unpage(blobs map[content.Digest][]byte, pages, flat []CheckpointChunk) ([]CheckpointChunk, error) {
+	if len(pages) == 0 {
+		return flat, nil
+	}
+	var out []CheckpointChunk
+	for _, pg := range pages {
+		refs, err := decodeChunk[CheckpointChunk](blobs, pg, checkpointPageFormat)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, refs...)
+	}
+	return out, nil
 }
 
 func decodeChunk[T any](chunks map[content.Digest][]byte, c CheckpointChunk, format string) ([]T, error) {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -117,25 +119,39 @@ func TestCheckpoint_ChunkedCheckpointEncodesWhatChanged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(first.New) != len(first.Chunks) || len(first.Chunks) < 10 {
-		t.Fatalf("a first checkpoint of 300 runs: %d chunks, %d new; want every one of at least 10 new", len(first.Chunks), len(first.New))
+	// 300 runs: 600 entries and 300 run records, about 28 chunks in a few
+	// pages; a first checkpoint stores them all, with each page's edges.
+	if len(first.New) < 20 || len(first.Named) < 2 || len(first.Edges) != len(first.Named) {
+		t.Fatalf("a first checkpoint of 300 runs: %d blobs, %d pages named, %d with edges; want at least 20, 2, and edges for every page", len(first.New), len(first.Named), len(first.Edges))
 	}
 	turn(300)
 	next, err := core.EncodeCheckpointParts(h.state(), first.Memo)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(next.New) > 3 {
-		t.Fatalf("one more run encoded %d of %d chunks again; want the changed ones (at most 3)", len(next.New), len(next.Chunks))
+	// The last entry chunk, run chunk and their pages changed.
+	if len(next.New) > 5 || len(next.Edges) > 2 {
+		t.Fatalf("one more run encoded %d blobs again, %d pages; want the changed ones (at most 5 and 2)", len(next.New), len(next.Edges))
 	}
-	chunks := map[content.Digest][]byte{}
-	for d, b := range first.New {
-		chunks[d] = b
+	stored := map[content.Digest][]byte{}
+	for _, b := range append(first.New, next.New...) {
+		stored[b.Digest] = b.Data
 	}
-	for d, b := range next.New {
-		chunks[d] = b
+	// A reader asks for the pages, then for their chunks.
+	have := map[content.Digest][]byte{}
+	for round := 0; ; round++ {
+		need, err := core.CheckpointNeeds(next.Index, have)
+		if err != nil || round > 2 {
+			t.Fatalf("round %d: CheckpointNeeds = %d, %v", round, len(need), err)
+		}
+		if len(need) == 0 {
+			break
+		}
+		for _, d := range need {
+			have[d] = stored[d]
+		}
 	}
-	got, err := core.DecodeCheckpointParts(next.Index, chunks)
+	got, err := core.DecodeCheckpointParts(next.Index, have)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,19 +159,16 @@ func TestCheckpoint_ChunkedCheckpointEncodesWhatChanged(t *testing.T) {
 		t.Fatalf("the chunked checkpoint decodes to another state")
 	}
 	refs, err := core.CheckpointChunkRefs(next.Index)
-	if err != nil || len(refs) != len(next.Chunks) {
-		t.Fatalf("CheckpointChunkRefs = %d refs, %v; want %d", len(refs), err, len(next.Chunks))
+	if err != nil || !slices.Equal(refs, next.Named) {
+		t.Fatalf("CheckpointChunkRefs = %v, %v; want the pages %v", refs, err, next.Named)
 	}
 	// Damaged or missing chunks make the checkpoint unusable, typed.
-	var d content.Digest
-	for d = range next.New {
-		break
+	damaged := maps.Clone(have)
+	for _, b := range next.New {
+		if strings.Contains(string(b.Data), "cairn.reducer-state.entries") {
+			damaged[b.Digest] = []byte(`{"format":"cairn.reducer-state.entries","items":[]}`)
+		}
 	}
-	damaged := map[content.Digest][]byte{}
-	for k, v := range chunks {
-		damaged[k] = v
-	}
-	damaged[d] = []byte(`{"format":"cairn.reducer-state.entries","items":[]}`)
 	for name, cs := range map[string]map[content.Digest][]byte{"missing": nil, "damaged": damaged} {
 		var ce *core.CheckpointError
 		if _, err := core.DecodeCheckpointParts(next.Index, cs); !errors.As(err, &ce) {

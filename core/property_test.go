@@ -373,10 +373,13 @@ func (m *propModel) checkChunked(t *rapid.T, live *core.State) {
 	if err != nil || !bytes.Equal(parts.Index, fresh.Index) {
 		t.Fatalf("the memo changed the chunked checkpoint (%v):\n got %s\nwant %s", err, parts.Index, fresh.Index)
 	}
-	for d, b := range parts.New {
-		m.chunks[d] = b
+	for _, b := range parts.New {
+		m.chunks[b.Digest] = b.Data
 	}
 	m.memo = parts.Memo
+	if need, err := core.CheckpointNeeds(parts.Index, m.chunks); err != nil || len(need) > 0 {
+		t.Fatalf("the chunked checkpoint needs %d blobs never stored (%v)", len(need), err)
+	}
 	restored, err := core.DecodeCheckpointParts(parts.Index, m.chunks)
 	if err != nil {
 		t.Fatalf("decode chunked checkpoint: %v", err)

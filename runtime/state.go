@@ -165,22 +165,23 @@ func latestCheckpoint(ctx context.Context, cps store.Checkpoints, blobs blob.Sto
 // decodeCheckpoint decodes a checkpoint blob, reading the chunks a chunked
 // one names.
 func decodeCheckpoint(ctx context.Context, blobs blob.Store, data []byte) (*core.State, error) {
-	refs, err := core.CheckpointChunkRefs(data)
-	if err != nil {
-		return nil, err
-	}
-	chunks := make(map[content.Digest][]byte, len(refs))
-	for _, d := range refs {
-		if _, ok := chunks[d]; ok {
-			continue
-		}
-		b, err := blobs.Get(ctx, d)
+	have := map[content.Digest][]byte{}
+	for {
+		need, err := core.CheckpointNeeds(data, have)
 		if err != nil {
-			return nil, fmt.Errorf("reading its chunk %s: %w", d, err)
+			return nil, err
 		}
-		chunks[d] = b
+		if len(need) == 0 {
+			return core.DecodeCheckpointParts(data, have)
+		}
+		for _, d := range need {
+			b, err := blobs.Get(ctx, d)
+			if err != nil {
+				return nil, fmt.Errorf("reading its chunk %s: %w", d, err)
+			}
+			have[d] = b
+		}
 	}
-	return core.DecodeCheckpointParts(data, chunks)
 }
 
 // readTail applies the log's events after st.Head to st, through at least
@@ -274,9 +275,10 @@ func WriteCheckpoint(ctx context.Context, cps store.Checkpoints, blobs blob.Stor
 	return err
 }
 
-// writeCheckpoint stores a chunked checkpoint: the chunks the mark's memo
-// does not know, the index, and edges from the index to every chunk, so
-// that the checkpoint row holds them all. It returns the new mark once the
+// writeCheckpoint stores a chunked checkpoint: the chunks and pages the
+// mark's memo does not know, the index, the new pages' edges to their
+// chunks and the index's edges to its pages, so that the checkpoint row
+// holds them all. It returns the new mark once the
 // checkpoint is recorded (pruning may still have failed), else the mark it
 // was given.
 func writeCheckpoint(ctx context.Context, cps store.Checkpoints, blobs blob.Store, st *core.State, mark CheckpointMark) (CheckpointMark, error) {
@@ -284,13 +286,8 @@ func writeCheckpoint(ctx context.Context, cps store.Checkpoints, blobs blob.Stor
 	if err != nil {
 		return mark, fmt.Errorf("encoding the checkpoint of %s at %d: %w", st.SessionID, st.Head, err)
 	}
-	for _, d := range parts.Chunks {
-		data, ok := parts.New[d]
-		if !ok {
-			continue
-		}
-		delete(parts.New, d) // a chunk named twice is stored once
-		if _, err := blobs.Put(ctx, data); err != nil {
+	for _, b := range parts.New {
+		if _, err := blobs.Put(ctx, b.Data); err != nil {
 			return mark, fmt.Errorf("storing the checkpoint of %s at %d: %w", st.SessionID, st.Head, err)
 		}
 	}
@@ -298,12 +295,16 @@ func writeCheckpoint(ctx context.Context, cps store.Checkpoints, blobs blob.Stor
 	if err != nil {
 		return mark, fmt.Errorf("storing the checkpoint of %s at %d: %w", st.SessionID, st.Head, err)
 	}
-	if len(parts.Chunks) > 0 {
-		err := cps.PutEdges(ctx, d, parts.Chunks)
+	edges := append(parts.Edges, core.CheckpointEdges{Parent: d, Children: parts.Named})
+	for _, e := range edges {
+		if len(e.Children) == 0 {
+			continue
+		}
+		err := cps.PutEdges(ctx, e.Parent, e.Children)
 		var missing *blob.MissingError
 		if errors.As(err, &missing) && mark.memo != nil {
-			// A chunk the memo remembers was collected since: store
-			// every chunk again.
+			// A chunk or page the memo remembers was collected since:
+			// store every one again.
 			return writeCheckpoint(ctx, cps, blobs, st, CheckpointMark{Seq: mark.Seq})
 		}
 		if err != nil {

@@ -81,14 +81,19 @@ func (e *cpEnv) stored(d content.Digest) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	refs, err := core.CheckpointChunkRefs(data)
-	if err != nil {
-		return nil, err
-	}
 	chunks := map[content.Digest][]byte{}
-	for _, r := range refs {
-		if chunks[r], err = e.blobs.Get(ctx, r); err != nil {
+	for {
+		need, err := core.CheckpointNeeds(data, chunks)
+		if err != nil {
 			return nil, err
+		}
+		if len(need) == 0 {
+			break
+		}
+		for _, r := range need {
+			if chunks[r], err = e.blobs.Get(ctx, r); err != nil {
+				return nil, err
+			}
 		}
 	}
 	st, err := core.DecodeCheckpointParts(data, chunks)

@@ -104,11 +104,9 @@ func (a *Activities) Rehydrate(ctx context.Context, in RehydrateIn) (RehydrateOu
 	if err != nil {
 		return RehydrateOut{}, err
 	}
-	for _, d := range parts.Chunks {
-		if data, ok := parts.New[d]; ok {
-			if _, err := st.Put(ctx, data); err != nil {
-				return RehydrateOut{}, err
-			}
+	for _, b := range parts.New {
+		if _, err := st.Put(ctx, b.Data); err != nil {
+			return RehydrateOut{}, err
 		}
 	}
 	return RehydrateOut{Index: parts.Index}, nil

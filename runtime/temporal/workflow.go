@@ -112,29 +112,33 @@ func (s *session) rehydrate(ctx workflow.Context) error {
 	return nil
 }
 
-// readChunked reads the chunks of a chunked checkpoint index in batches
-// and decodes the state it holds.
+// readChunked reads the pages and chunks of a chunked checkpoint index in
+// batches and decodes the state it holds.
 func (s *session) readChunked(ctx workflow.Context, index []byte) (*core.State, error) {
-	refs, err := core.CheckpointChunkRefs(index)
-	if err != nil {
-		return nil, err
-	}
-	chunks := make(map[content.Digest][]byte, len(refs))
-	for next := 0; next < len(refs); {
-		var out ReadChunksOut
-		in := ReadChunksIn{Universe: s.args.Universe, Digests: refs[next:min(next+512, len(refs))]}
-		if err := workflow.ExecuteActivity(s.shortActivity(ctx), "ReadCheckpointChunks", in).Get(ctx, &out); err != nil {
+	have := map[content.Digest][]byte{}
+	for {
+		need, err := core.CheckpointNeeds(index, have)
+		if err != nil {
 			return nil, err
 		}
-		if len(out.Chunks) == 0 || len(out.Chunks) > len(in.Digests) {
-			return nil, fmt.Errorf("read %d checkpoint chunks of %d asked for", len(out.Chunks), len(in.Digests))
+		if len(need) == 0 {
+			return core.DecodeCheckpointParts(index, have)
 		}
-		for i, data := range out.Chunks {
-			chunks[in.Digests[i]] = data
+		for next := 0; next < len(need); {
+			var out ReadChunksOut
+			in := ReadChunksIn{Universe: s.args.Universe, Digests: need[next:min(next+512, len(need))]}
+			if err := workflow.ExecuteActivity(s.shortActivity(ctx), "ReadCheckpointChunks", in).Get(ctx, &out); err != nil {
+				return nil, err
+			}
+			if len(out.Chunks) == 0 || len(out.Chunks) > len(in.Digests) {
+				return nil, fmt.Errorf("read %d checkpoint chunks of %d asked for", len(out.Chunks), len(in.Digests))
+			}
+			for i, data := range out.Chunks {
+				have[in.Digests[i]] = data
+			}
+			next += len(out.Chunks)
 		}
-		next += len(out.Chunks)
 	}
-	return core.DecodeCheckpointParts(index, chunks)
 }
 
 func (s *session) idle() bool {
