@@ -87,3 +87,36 @@ func containsDigest(ds []content.Digest, d content.Digest) bool {
 	}
 	return false
 }
+
+// A generation's work names the segment list of the session's last
+// request that recorded one, from the log: a generation without facts
+// keeps the one before, and a checkpoint keeps it.
+func TestCache_GenerateWorkNamesTheLastRequestsSegments(t *testing.T) {
+	h := newHarness(t, testConfig())
+	h.mustAdmit(core.StartRun{AtMs: h.tick(), RunID: "r1", Input: input("one")})
+	g := h.expectGenerate()
+	if g.LastSegments != nil {
+		t.Fatalf("the first request names a last list %v", g.LastSegments)
+	}
+	res := generationWithCalls(h.tick(), g)
+	res.Cache = goldenCacheFacts(g)
+	first := res.Cache.Segments
+	h.mustAdmit(res)
+
+	h.mustAdmit(core.StartRun{AtMs: h.tick(), RunID: "r2", Input: input("two")})
+	if g := h.answer("no facts"); g.LastSegments == nil || *g.LastSegments != first {
+		t.Fatalf("the second request names %v, want the first's list %v", g.LastSegments, first)
+	}
+	h.mustAdmit(core.StartRun{AtMs: h.tick(), RunID: "r3", Input: input("three")})
+	if g := h.expectGenerate(); g.LastSegments == nil || *g.LastSegments != first {
+		t.Fatalf("after a generation without facts the request names %v, want %v", g.LastSegments, first)
+	}
+	data, err := core.EncodeCheckpoint(h.state())
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored, err := core.DecodeCheckpoint(data)
+	if err != nil || restored.LastSegments == nil || *restored.LastSegments != first {
+		t.Fatalf("a checkpoint keeps %v (%v), want %v", restored.LastSegments, err, first)
+	}
+}

@@ -40,6 +40,9 @@ type checkpointHead struct {
 	// older checkpoints decode with no pending compaction and a zero count.
 	Compaction          *PendingCompaction `json:"compaction,omitempty"`
 	RunsSinceCompaction int                `json:"runsSinceCompaction,omitempty"`
+	// LastSegments was added within version 2: an older checkpoint decodes
+	// without it, and the next request's segment list is stored whole.
+	LastSegments *content.ContentRef `json:"lastSegments,omitempty"`
 }
 
 type runState struct {
@@ -102,6 +105,7 @@ func (s *State) checkpoint() checkpoint {
 		Config: s.Config, ConfigRevision: s.ConfigRevision, Revision: s.Revision,
 		NextEntry: s.nextEntry, Active: s.Active, Queue: s.Queue,
 		Compaction: s.Compaction, RunsSinceCompaction: s.runsSinceCompaction,
+		LastSegments: s.LastSegments,
 	}, Entries: s.entries}
 	if cp.Entries == nil {
 		cp.Entries = []Entry{}
@@ -164,6 +168,7 @@ func (cp checkpoint) state() (*State, error) {
 	s.Config, s.ConfigRevision, s.Revision, s.nextEntry = cp.Config, cp.ConfigRevision, cp.Revision, cp.NextEntry
 	s.entries, s.Active, s.Queue = cp.Entries, cp.Active, cp.Queue
 	s.Compaction, s.runsSinceCompaction = cp.Compaction, cp.RunsSinceCompaction
+	s.LastSegments = cp.LastSegments
 	if len(s.Queue) == 0 {
 		s.Queue = nil
 	}

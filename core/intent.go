@@ -1,5 +1,7 @@
 package core
 
+import "github.com/cairn-agents/cairn/content"
+
 // IntentKind says what the host should do next for a session.
 type IntentKind int
 
@@ -47,6 +49,9 @@ type GenerateWork struct {
 	Fingerprint     string
 	Config          SessionConfig
 	Entries         []Entry
+	// LastSegments is State.LastSegments: the list this request's segment
+	// list is stored as a delta on (nil: stored whole).
+	LastSegments *content.ContentRef
 }
 
 // ToolWork is the unfinished calls of a turn's tool batch.

@@ -33,7 +33,7 @@ func plan(s *State, at int64) Intent {
 	case t.GenRequested && !t.GenCompleted:
 		return Intent{Kind: IntentGenerate, Generate: &GenerateWork{
 			RunID: r.ID, Turn: t.N, ContextRevision: t.ContextRevision, Fingerprint: t.Fingerprint,
-			Config: s.Config, Entries: s.Context(),
+			Config: s.Config, Entries: s.Context(), LastSegments: s.LastSegments,
 		}}
 	case t.BatchStarted && !t.BatchCompleted:
 		work := &ToolWork{RunID: r.ID, Turn: t.N}

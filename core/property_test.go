@@ -102,6 +102,9 @@ func (m *propModel) drawCommand(t *rapid.T) core.Command {
 		}
 		res := generationWithCalls(at, g, calls...)
 		res.Entries[0] = assistant(rapid.SampledFrom(texts).Draw(t, "answer"))
+		if rapid.Bool().Draw(t, "cacheFacts") {
+			res.Cache = goldenCacheFacts(g)
+		}
 		switch rapid.IntRange(0, 9).Draw(t, "generationVariant") {
 		case 7:
 			res.Failure, res.Finish = &core.Failure{Kind: "provider_error", Message: "x"}, "error"

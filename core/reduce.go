@@ -301,6 +301,9 @@ func (s *State) applyTurn(ev Event, r *Run) error {
 			return err
 		}
 		t.GenCompleted = true
+		if p.Cache != nil {
+			s.LastSegments = &p.Cache.Segments
+		}
 		for _, c := range p.ToolCalls {
 			t.Calls = append(t.Calls, &Call{ToolCall: c})
 		}

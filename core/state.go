@@ -32,6 +32,12 @@ type State struct {
 	// runsSinceCompaction counts runs that took a turn since the last
 	// compaction ended; the threshold trigger waits for one.
 	runsSinceCompaction int
+
+	// LastSegments is the stored segment list of the session's last
+	// request that recorded one (CacheFacts.Segments). The next request's
+	// list is stored as a delta on it, so what is stored depends on the
+	// log alone, not on what an executor remembers.
+	LastSegments *content.ContentRef
 }
 
 // Run is the reducer's view of one run.

@@ -30,7 +30,8 @@ type Executor struct {
 	Logger *slog.Logger
 	// Pieces keeps what requests are built from between generations: each
 	// adapter's lowered entries and the stored chunks of segment lists
-	// (see putSegments). nil lowers and stores every request whole. One is
+	// (see putSegments). nil lowers every request from its blobs, and
+	// reads the session's last segment list back to store the next. One is
 	// shared by every session a process or worker serves: it is bounded by
 	// bytes, and its keys name the session.
 	Pieces *provider.Pieces
@@ -81,7 +82,7 @@ func (x *Executor) Generate(ctx context.Context, sessionID string, w core.Genera
 	return core.GenerationResult{
 		RunID: w.RunID, Turn: w.Turn, Entries: out.Entries, ToolCalls: out.ToolCalls,
 		Finish: out.Finish, ResponseID: out.ResponseID, Usage: out.Usage, Failure: out.Failure,
-		Cache: x.cacheFacts(ctx, sessionID, w.Config.Model, out),
+		Cache: x.cacheFacts(ctx, sessionID, w, out),
 	}, nil
 }
 
@@ -89,11 +90,12 @@ func (x *Executor) Generate(ctx context.Context, sessionID string, w core.Genera
 // the adapter reported no segments. The provider has answered by now, so a
 // failure to store the list drops the facts rather than the answer (the
 // prompt-cache report skips a generation without them).
-func (x *Executor) cacheFacts(ctx context.Context, sessionID string, model core.ModelSelection, out provider.Output) *core.CacheFacts {
+func (x *Executor) cacheFacts(ctx context.Context, sessionID string, w core.GenerateWork, out provider.Output) *core.CacheFacts {
 	if len(out.Segments) == 0 {
 		return nil
 	}
-	ref, err := x.putSegments(ctx, sessionID, out.Segments)
+	model := w.Config.Model
+	ref, err := x.putSegments(ctx, sessionID, w.LastSegments, out.Segments)
 	if err != nil {
 		return nil
 	}

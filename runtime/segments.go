@@ -13,13 +13,15 @@ import (
 	"github.com/cairn-agents/cairn/core"
 )
 
-// putSegments stores a segment list. When the session's previous request
-// is remembered and shares a prefix with this one, it stores only the
-// difference (core.MediaRequestSegmentDelta) with an edge to that list's
-// blob, up to core.SegmentDeltaDepth deltas in a row. Otherwise it stores
-// the list whole when it is short or there is no edge store to hold
+// putSegments stores a segment list. When the list of the session's last
+// request (last, from the log) shares a prefix with this one, it stores
+// only the difference (core.MediaRequestSegmentDelta) with an edge to that
+// list's blob, up to core.SegmentDeltaDepth deltas in a row. Otherwise it
+// stores the list whole when it is short or there is no edge store to hold
 // chunks, else in chunks behind an index (core.MediaRequestSegmentIndex)
-// with edges to them.
+// with edges to them. What it stores depends on the log, never on what
+// this process remembers: a worker that restarts, or another worker,
+// stores the same blob.
 //
 // Chunks cut at fixed positions, so a session's next request repeats all
 // but its last chunks. x.Pieces remembers the digest each chunk was stored
@@ -27,24 +29,39 @@ import (
 // index's edges then hold it. When a remembered blob (a chunk, or a
 // delta's base) has been collected since, PutEdges reports it missing and
 // the list is stored again whole.
-func (x *Executor) putSegments(ctx context.Context, sessionID string, segs []core.CacheSegment) (content.ContentRef, error) {
-	if prev, ok := x.lastSegments(sessionID); ok && x.Files != nil && prev.depth < core.SegmentDeltaDepth {
-		if keep := core.SegmentsPrefix(prev.segs, segs); keep > 0 {
-			ref, err := x.putDelta(ctx, core.SegmentDelta{Base: prev.ref, Keep: keep, Segments: segs[keep:]})
-			var missing *blob.MissingError
-			if err == nil {
-				x.rememberSegments(sessionID, ref, segs, prev.depth+1)
-				return ref, nil
-			} else if !errors.As(err, &missing) {
-				return content.ContentRef{}, err
+func (x *Executor) putSegments(ctx context.Context, sessionID string, last *content.ContentRef, segs []core.CacheSegment) (content.ContentRef, error) {
+	if last != nil && x.Files != nil {
+		if prev, ok := x.lastList(ctx, sessionID, *last); ok && prev.Deltas < core.SegmentDeltaDepth {
+			if keep := core.SegmentsPrefix(prev.Segments, segs); keep > 0 {
+				ref, err := x.putDelta(ctx, core.SegmentDelta{Base: *last, Keep: keep, Segments: segs[keep:]})
+				var missing *blob.MissingError
+				if err == nil {
+					x.rememberSegments(sessionID, ref, SegmentList{Segments: segs, Deltas: prev.Deltas + 1})
+					return ref, nil
+				} else if !errors.As(err, &missing) {
+					return content.ContentRef{}, err
+				}
 			}
 		}
 	}
 	ref, err := x.putWhole(ctx, sessionID, segs)
 	if err == nil {
-		x.rememberSegments(sessionID, ref, segs, 0)
+		x.rememberSegments(sessionID, ref, SegmentList{Segments: segs})
 	}
 	return ref, err
+}
+
+// lastList returns the list stored at last: from x.Pieces when it holds
+// the session's list stored there, else read back from its blobs (after
+// a restart, or when another worker stored it). A list that cannot be
+// read (collected since) gives none, and the new list is stored whole.
+func (x *Executor) lastList(ctx context.Context, sessionID string, last content.ContentRef) (SegmentList, bool) {
+	v, _ := x.Pieces.Get(lastSegmentsKey(sessionID))
+	if l, ok := v.(storedList); ok && l.ref.Digest == last.Digest {
+		return l.list, true
+	}
+	l, err := ReadSegments(ctx, x.Blobs, last, nil)
+	return l, err == nil
 }
 
 // putWhole stores a segment list without a delta.
@@ -80,12 +97,10 @@ func (x *Executor) putDelta(ctx context.Context, d core.SegmentDelta) (content.C
 	return ref, nil
 }
 
-// storedList is a session's last stored segment list: where it is, what
-// it holds, and how many deltas lead to it from a whole list.
+// storedList is a session's last stored segment list and where it is.
 type storedList struct {
-	ref   content.ContentRef
-	segs  []core.CacheSegment
-	depth int
+	ref  content.ContentRef
+	list SegmentList
 }
 
 // segmentBytes approximates what a segment costs in memory.
@@ -95,14 +110,8 @@ func lastSegmentsKey(sessionID string) []byte {
 	return append([]byte("segment list\x00"), sessionID...)
 }
 
-func (x *Executor) lastSegments(sessionID string) (storedList, bool) {
-	v, _ := x.Pieces.Get(lastSegmentsKey(sessionID))
-	l, ok := v.(storedList)
-	return l, ok
-}
-
-func (x *Executor) rememberSegments(sessionID string, ref content.ContentRef, segs []core.CacheSegment, depth int) {
-	x.Pieces.Put(lastSegmentsKey(sessionID), storedList{ref: ref, segs: segs, depth: depth}, int64(len(segs))*segmentBytes)
+func (x *Executor) rememberSegments(sessionID string, ref content.ContentRef, l SegmentList) {
+	x.Pieces.Put(lastSegmentsKey(sessionID), storedList{ref: ref, list: l}, int64(len(l.Segments))*segmentBytes)
 }
 
 // putChunked stores segs in chunks behind an index; with remembered, it

@@ -14,8 +14,13 @@ import (
 	"github.com/cairn-agents/cairn/provider"
 	"github.com/cairn-agents/cairn/runtime"
 	"github.com/cairn-agents/cairn/store"
-	"github.com/cairn-agents/cairn/view"
 )
+
+// readSegments reads a stored list back.
+func readSegments(ctx context.Context, blobs runtime.BlobGetter, ref content.ContentRef) ([]core.CacheSegment, error) {
+	l, err := runtime.ReadSegments(ctx, blobs, ref, nil)
+	return l.Segments, err
+}
 
 func segments(n int, tag string) []core.CacheSegment {
 	out := make([]core.CacheSegment, n)
@@ -36,7 +41,7 @@ func TestLongSegmentListsAreChunkedAndShareTheirPrefix(t *testing.T) {
 	x := &runtime.Executor{Blobs: blobs, Files: files}
 
 	first := segments(150, "turn")
-	ref, err := runtime.PutSegments(x, ctx, first)
+	ref, err := runtime.PutSegments(x, ctx, nil, first)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +60,7 @@ func TestLongSegmentListsAreChunkedAndShareTheirPrefix(t *testing.T) {
 	if err != nil || !slices.Equal(kids, want) || len(kids) != 3 {
 		t.Fatalf("edges %v, %v; want exactly the index's 3 chunk refs %v", kids, err, want)
 	}
-	got, err := view.ReadSegments(ctx, blobs, ref)
+	got, err := readSegments(ctx, blobs, ref)
 	if err != nil || len(got) != len(first) || got[149].Digest != first[149].Digest || got[0].Entries[0] != "e0" {
 		t.Fatalf("read back %d segments, %v", len(got), err)
 	}
@@ -64,14 +69,14 @@ func TestLongSegmentListsAreChunkedAndShareTheirPrefix(t *testing.T) {
 	// the same blobs, so it stores the changed third chunk and its index.
 	before := len(blobs.Entries())
 	next := append(slices.Clone(first[:140]), segments(20, "next")...)
-	ref2, err := runtime.PutSegments(x, ctx, next)
+	ref2, err := runtime.PutSegments(x, ctx, nil, next)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if added := len(blobs.Entries()) - before; added != 2 {
 		t.Fatalf("the next turn stored %d new blobs, want 2 (its index and its last chunk)", added)
 	}
-	got, err = view.ReadSegments(ctx, blobs, ref2)
+	got, err = readSegments(ctx, blobs, ref2)
 	if err != nil || len(got) != 160 || got[150].Digest != next[150].Digest {
 		t.Fatalf("read back the next list: %d segments, %v", len(got), err)
 	}
@@ -81,11 +86,11 @@ func TestLongSegmentListsAreChunkedAndShareTheirPrefix(t *testing.T) {
 		x    *runtime.Executor
 		segs []core.CacheSegment
 	}{{x, segments(core.SegmentChunk, "short")}, {&runtime.Executor{Blobs: blobs}, first}} {
-		ref, err := runtime.PutSegments(c.x, ctx, c.segs)
+		ref, err := runtime.PutSegments(c.x, ctx, nil, c.segs)
 		if err != nil || ref.MediaType != core.MediaRequestSegments {
 			t.Fatalf("stored as %s, %v; want one list", ref.MediaType, err)
 		}
-		if got, err := view.ReadSegments(ctx, blobs, ref); err != nil || len(got) != len(c.segs) {
+		if got, err := readSegments(ctx, blobs, ref); err != nil || len(got) != len(c.segs) {
 			t.Fatalf("read back %d of %d, %v", len(got), len(c.segs), err)
 		}
 	}
@@ -115,20 +120,19 @@ func TestRepeatedSegmentChunksAreStoredOnce(t *testing.T) {
 	plain := &runtime.Executor{Blobs: mem, Files: files}
 
 	first := segments(150, "turn")
-	if _, err := runtime.PutSegments(x, ctx, first); err != nil {
+	if _, err := runtime.PutSegments(x, ctx, nil, first); err != nil {
 		t.Fatal(err)
 	}
 	next := append(slices.Clone(first[:140]), segments(20, "next")...)
 	counted.puts = 0
-	runtime.ExhaustDeltas(x, "s1") // stored whole, not as a delta on first
-	ref, err := runtime.PutSegments(x, ctx, next)
+	ref, err := runtime.PutSegments(x, ctx, nil, next)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if counted.puts != 2 {
 		t.Fatalf("the next turn stored %d blobs, want 2 (its last chunk and its index)", counted.puts)
 	}
-	if want, err := runtime.PutSegments(plain, ctx, next); err != nil || want != ref {
+	if want, err := runtime.PutSegments(plain, ctx, nil, next); err != nil || want != ref {
 		t.Fatalf("the list is stored as %v, and as %v (%v) without remembered chunks", ref, want, err)
 	}
 
@@ -145,8 +149,7 @@ func TestRepeatedSegmentChunksAreStoredOnce(t *testing.T) {
 	if _, ok := mem.DeleteIf(gone, func(time.Time) bool { return true }); !ok {
 		t.Fatal("could not delete the first chunk")
 	}
-	runtime.ExhaustDeltas(x, "s1")
-	again, err := runtime.PutSegments(x, ctx, next)
+	again, err := runtime.PutSegments(x, ctx, nil, next)
 	if err != nil || again != ref {
 		t.Fatalf("after its first chunk was collected the list is stored as %v, %v; want %v", again, err, ref)
 	}
@@ -157,16 +160,19 @@ func TestRepeatedSegmentChunksAreStoredOnce(t *testing.T) {
 	if err != nil || !slices.Contains(kids, gone) {
 		t.Fatalf("the index's edges %v (%v) do not hold the chunk stored again", kids, err)
 	}
-	got, err := view.ReadSegments(ctx, mem, again)
+	got, err := readSegments(ctx, mem, again)
 	if err != nil || !reflect.DeepEqual(got, next) {
 		t.Fatalf("read back %d segments, %v; want the list stored", len(got), err)
 	}
 }
 
-// With Pieces, the next turn's list is stored as what it changes in the
-// previous one, with an edge to it, for up to core.SegmentDeltaDepth turns;
-// then whole again. Every list reads back as the one stored. A delta
-// whose base was collected is not written: the list is stored whole.
+// The next turn's list is stored as what it changes in the list of the
+// session's last request, with an edge to it, for up to
+// core.SegmentDeltaDepth turns; then whole again. An executor that
+// remembers nothing (a restarted or another worker) stores the same blob
+// as one that remembers the last list. Every list reads back as the one
+// stored. A delta whose base was collected is not written: the list is
+// stored whole.
 func TestSegmentListsAreStoredAsDeltas(t *testing.T) {
 	ctx := context.Background()
 	mem := blob.NewMemory()
@@ -175,10 +181,15 @@ func TestSegmentListsAreStoredAsDeltas(t *testing.T) {
 	list := segments(150, "turn")
 	var refs []content.ContentRef
 	var lists [][]core.CacheSegment
+	var last *content.ContentRef
 	for turn := range core.SegmentDeltaDepth + 2 {
-		ref, err := runtime.PutSegments(x, ctx, list)
+		ref, err := runtime.PutSegments(x, ctx, last, list)
 		if err != nil {
 			t.Fatal(err)
+		}
+		restarted := &runtime.Executor{Blobs: mem, Files: files, Pieces: provider.NewPieces(1 << 20)}
+		if again, err := runtime.PutSegments(restarted, ctx, last, list); err != nil || again != ref {
+			t.Fatalf("turn %d: an executor that remembers nothing stores %v (%v), one that remembers %v", turn, again, err, ref)
 		}
 		refs, lists = append(refs, ref), append(lists, list)
 		wantDelta := turn > 0 && turn <= core.SegmentDeltaDepth
@@ -197,25 +208,28 @@ func TestSegmentListsAreStoredAsDeltas(t *testing.T) {
 		}
 		// The next request drops the last segment and adds three.
 		list = append(slices.Clone(list[:len(list)-1]), segments(3, fmt.Sprintf("turn %d", turn))...)
+		last = &refs[turn]
 	}
 	for i, ref := range refs {
-		got, err := view.ReadSegments(ctx, mem, ref)
+		got, err := readSegments(ctx, mem, ref)
 		if err != nil || !reflect.DeepEqual(got, lists[i]) {
 			t.Fatalf("list %d reads back as %d segments, %v; want the %d stored", i, len(got), err, len(lists[i]))
 		}
 	}
 
-	// The last list's blob is collected: the next is stored whole.
-	last := refs[len(refs)-1]
+	// The last list's blob is collected: the next is stored whole, by an
+	// executor that remembers it and by one that does not.
 	if _, ok := mem.DeleteIf(last.Digest, func(time.Time) bool { return true }); !ok {
 		t.Fatal("could not delete the last list")
 	}
-	ref, err := runtime.PutSegments(x, ctx, list)
-	if err != nil || ref.MediaType == core.MediaRequestSegmentDelta {
-		t.Fatalf("after its base was collected the list is stored as %s, %v; want it whole", ref.MediaType, err)
-	}
-	if got, err := view.ReadSegments(ctx, mem, ref); err != nil || !reflect.DeepEqual(got, list) {
-		t.Fatalf("read back %d segments, %v", len(got), err)
+	for _, x := range []*runtime.Executor{x, {Blobs: mem, Files: files}} {
+		ref, err := runtime.PutSegments(x, ctx, last, list)
+		if err != nil || ref.MediaType == core.MediaRequestSegmentDelta {
+			t.Fatalf("after its base was collected the list is stored as %s, %v; want it whole", ref.MediaType, err)
+		}
+		if got, err := readSegments(ctx, mem, ref); err != nil || !reflect.DeepEqual(got, list) {
+			t.Fatalf("read back %d segments, %v", len(got), err)
+		}
 	}
 }
 
@@ -234,19 +248,19 @@ func TestSegmentDeltasAreReadWithinBounds(t *testing.T) {
 	whole, _ := core.EncodeSegments(segments(3, "base"))
 	ref := put(core.MediaRequestSegments, whole)
 	over, _ := core.EncodeSegmentDelta(core.SegmentDelta{Base: ref, Keep: 4})
-	if _, err := view.ReadSegments(ctx, mem, put(core.MediaRequestSegmentDelta, over)); err == nil {
+	if _, err := readSegments(ctx, mem, put(core.MediaRequestSegmentDelta, over)); err == nil {
 		t.Fatal("a delta keeping 4 of 3 segments was read")
 	}
 	for i := range core.SegmentDeltaDepth + 1 {
 		data, _ := core.EncodeSegmentDelta(core.SegmentDelta{Base: ref, Keep: 3, Segments: segments(1, fmt.Sprint(i))})
 		ref = put(core.MediaRequestSegmentDelta, data)
 		if i == core.SegmentDeltaDepth-1 {
-			if got, err := view.ReadSegments(ctx, mem, ref); err != nil || len(got) != 4 {
+			if got, err := readSegments(ctx, mem, ref); err != nil || len(got) != 4 {
 				t.Fatalf("a chain of %d deltas reads as %d segments, %v", core.SegmentDeltaDepth, len(got), err)
 			}
 		}
 	}
-	if _, err := view.ReadSegments(ctx, mem, ref); err == nil {
+	if _, err := readSegments(ctx, mem, ref); err == nil {
 		t.Fatalf("a chain of %d deltas was read", core.SegmentDeltaDepth+1)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cairn-agents/cairn/content"
 	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/runtime"
 	"github.com/cairn-agents/cairn/store"
 )
 
@@ -211,11 +212,13 @@ func ReadCacheReport(ctx context.Context, log store.SessionLog, blobs BlobReader
 	}
 	// A request's list is mostly stored as a delta on the one before, so
 	// the lists read for this page are kept to read the next ones from.
-	read := map[content.Digest][]core.CacheSegment{}
+	read := map[content.Digest]runtime.SegmentList{}
 	for i := range gens {
-		if gens[i].segs, err = readSegments(ctx, blobs, gens[i].facts.Segments, 0, read); err != nil {
+		l, err := runtime.ReadSegments(ctx, blobs, gens[i].facts.Segments, read)
+		if err != nil {
 			return CacheReport{}, fmt.Errorf("cache report of %s, seq %d: %w", sessionID, gens[i].seq, err)
 		}
+		gens[i].segs = l.Segments
 	}
 	report.Turns = make([]CacheTurn, 0, len(gens)-first)
 	for i := first; i < len(gens); i++ {
@@ -413,76 +416,4 @@ func toolMoved(p core.CacheSegment, c *core.CacheSegment) bool {
 		return false
 	}
 	return p.Kind != c.Kind || p.Ref != c.Ref
-}
-
-// ReadSegments loads a stored segment list: whole, chunked, or a delta
-// on an earlier list.
-func ReadSegments(ctx context.Context, blobs BlobReader, ref content.ContentRef) ([]core.CacheSegment, error) {
-	return readSegments(ctx, blobs, ref, 0, nil)
-}
-
-// readSegments is ReadSegments at depth deltas from the list asked for;
-// read (when not nil) holds lists read before, by digest, and takes the
-// ones it reads. Callers must not modify the lists it returns.
-func readSegments(ctx context.Context, blobs BlobReader, ref content.ContentRef, depth int, read map[content.Digest][]core.CacheSegment) ([]core.CacheSegment, error) {
-	if segs, ok := read[ref.Digest]; ok {
-		return segs, nil
-	}
-	segs, err := readSegmentsBlob(ctx, blobs, ref, depth, read)
-	if err == nil && read != nil {
-		read[ref.Digest] = segs
-	}
-	return segs, err
-}
-
-func readSegmentsBlob(ctx context.Context, blobs BlobReader, ref content.ContentRef, depth int, read map[content.Digest][]core.CacheSegment) ([]core.CacheSegment, error) {
-	data, err := blobs.Get(ctx, ref.Digest)
-	if err != nil {
-		return nil, fmt.Errorf("segment list: %w", err)
-	}
-	switch ref.MediaType {
-	case core.MediaRequestSegments:
-		return core.DecodeSegments(data)
-	case core.MediaRequestSegmentDelta:
-		// The writer starts over from a whole list after SegmentDeltaDepth
-		// deltas; a longer chain is not its output.
-		if depth >= core.SegmentDeltaDepth {
-			return nil, fmt.Errorf("segment list: more than %d deltas from a whole list", core.SegmentDeltaDepth)
-		}
-		d, err := core.DecodeSegmentDelta(data)
-		if err != nil {
-			return nil, err
-		}
-		base, err := readSegments(ctx, blobs, d.Base, depth+1, read)
-		if err != nil {
-			return nil, err
-		}
-		if d.Keep > len(base) {
-			return nil, fmt.Errorf("segment delta keeps %d segments of a list of %d", d.Keep, len(base))
-		}
-		return append(base[:d.Keep:d.Keep], d.Segments...), nil
-	case core.MediaRequestSegmentIndex:
-	default:
-		return nil, fmt.Errorf("segment list of media type %q", ref.MediaType)
-	}
-	ix, err := core.DecodeSegmentIndex(data)
-	if err != nil {
-		return nil, err
-	}
-	var segs []core.CacheSegment
-	for i, c := range ix.Chunks {
-		data, err := blobs.Get(ctx, c.Ref)
-		if err != nil {
-			return nil, fmt.Errorf("segment chunk %d: %w", i, err)
-		}
-		chunk, err := core.DecodeSegments(data)
-		if err != nil {
-			return nil, fmt.Errorf("segment chunk %d: %w", i, err)
-		}
-		if len(chunk) != c.Count {
-			return nil, fmt.Errorf("segment chunk %d holds %d segments, its index says %d", i, len(chunk), c.Count)
-		}
-		segs = append(segs, chunk...)
-	}
-	return segs, nil
 }

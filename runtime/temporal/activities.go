@@ -200,7 +200,7 @@ func (a *Activities) Generate(ctx context.Context, in GenerateIn) (core.Generati
 			return fmt.Errorf("run %s turn %d is not open at seq %d", in.RunID, in.Turn, in.Head)
 		}
 		w = core.GenerateWork{RunID: in.RunID, Turn: in.Turn, ContextRevision: r.Turn.ContextRevision,
-			Fingerprint: in.Fingerprint, Config: s.Config, Entries: s.Context()}
+			Fingerprint: in.Fingerprint, Config: s.Config, Entries: s.Context(), LastSegments: s.LastSegments}
 		return nil
 	})
 	if err != nil {

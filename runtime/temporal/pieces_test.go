@@ -12,7 +12,6 @@ import (
 	"github.com/cairn-agents/cairn/provider"
 	"github.com/cairn-agents/cairn/runtime"
 	ctemporal "github.com/cairn-agents/cairn/runtime/temporal"
-	"github.com/cairn-agents/cairn/view"
 )
 
 // A worker's generations share one Pieces, and a long segment list is
@@ -81,9 +80,9 @@ func TestWorkflow_GenerationsSharePiecesAndChunkLongSegmentLists(t *testing.T) {
 		if err != nil || len(kids) != children {
 			t.Fatalf("generation %d: the list holds %d blobs (%v), want %d", n+1, len(kids), err, children)
 		}
-		segs, err := view.ReadSegments(ctx, st, p.Cache.Segments)
-		if err != nil || len(segs) != 2*core.SegmentChunk {
-			t.Fatalf("generation %d: read back %d segments, %v", n+1, len(segs), err)
+		l, err := runtime.ReadSegments(ctx, st, p.Cache.Segments, nil)
+		if err != nil || len(l.Segments) != 2*core.SegmentChunk {
+			t.Fatalf("generation %d: read back %d segments, %v", n+1, len(l.Segments), err)
 		}
 		n++
 	}
