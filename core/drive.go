@@ -12,6 +12,9 @@ import (
 type Drive struct {
 	state   *State
 	pending []Proposal
+	// fingerprints remembers the last planned request, so planning the
+	// next hashes only the entries it adds (derived, never stored).
+	fingerprints *FingerprintMemo
 }
 
 // ErrPendingAppend is returned when a command is admitted while proposals
@@ -43,7 +46,7 @@ func (d *Drive) Next(atMs int64) Intent {
 	if len(d.pending) > 0 {
 		return Intent{Kind: IntentAppend, ExpectedHead: d.state.Head, Proposals: d.pending}
 	}
-	in := plan(d.state, atMs)
+	in := plan(d.state, atMs, &d.fingerprints)
 	if in.Kind == IntentAppend {
 		d.pending = in.Proposals
 	}

@@ -5,40 +5,139 @@ import (
 	"encoding/hex"
 	"hash"
 	"strconv"
+	"strings"
 
 	"github.com/cairn-agents/cairn/content"
 )
 
 // FingerprintPrefix marks request fingerprints; it is deliberately not
 // "sha256:" so a fingerprint is never mistaken for a blob ref.
-const FingerprintPrefix = "fp1:"
+const FingerprintPrefix = "fp2:"
+
+// fingerprintV1Prefix marks fingerprints planned before version 2: their
+// header counted the entries, so a hash over a request's leading entries
+// could not be continued by the next, longer request.
+const fingerprintV1Prefix = "fp1:"
 
 // PlanFingerprint identifies the inputs a request is built from: the model
 // selection, the tools in presentation order, and each entry's identity and
 // content in request order. A request rebuilt from the log at the planned
 // revision must produce the same fingerprint.
 func PlanFingerprint(cfg SessionConfig, entries []Entry) string {
-	p := newPlanHash(cfg, len(entries))
+	fp, _ := (*FingerprintMemo)(nil).Fingerprint(cfg, entries)
+	return fp
+}
+
+// FingerprintMatches reports whether entries under cfg are the request a
+// turn planned with fingerprint planned, of either version, with the memo
+// of this request (see FingerprintMemo; memo may be nil).
+func FingerprintMatches(planned string, cfg SessionConfig, entries []Entry, memo *FingerprintMemo) (bool, *FingerprintMemo) {
+	if strings.HasPrefix(planned, fingerprintV1Prefix) {
+		p := newPlanHash(cfg, len(entries))
+		for i := range entries {
+			p.entry(&entries[i])
+		}
+		return p.sum(fingerprintV1Prefix) == planned, memo
+	}
+	fp, next := memo.Fingerprint(cfg, entries)
+	return fp == planned, next
+}
+
+// FingerprintMemo keeps the hash of the last request fingerprinted through
+// it. A session's next request repeats its previous one and adds entries
+// at the end, so it hashes only what it added: the cost of a turn, not of
+// the session. A request that does not start with the remembered entries
+// (an edit, a removal, a new instruction, another config) is hashed whole.
+// A memo never changes once made, so any number of readers may share it;
+// a nil memo remembers nothing.
+type FingerprintMemo struct {
+	header  []byte
+	entries []fingerprinted
+	h       hash.Cloner // after header and entries
+}
+
+// fingerprinted is what a memo checks to know an entry is the one it
+// hashed: entries never change once committed, so id and content suffice.
+type fingerprinted struct {
+	id     string
+	digest content.Digest
+}
+
+// Fingerprint returns PlanFingerprint(cfg, entries) and the memo of this
+// request.
+func (m *FingerprintMemo) Fingerprint(cfg SessionConfig, entries []Entry) (string, *FingerprintMemo) {
+	p := m.start(cfg)
 	for i := range entries {
-		p.entry(&entries[i])
+		p.add(&entries[i])
 	}
 	return p.sum()
 }
 
-// planHash computes a PlanFingerprint entry by entry. Fields are written as
-// "<len>:<bytes>" into one buffer per entry and hashed together: the same
-// bytes as hashing each field alone, without an allocation per field (a
-// context holds thousands of entries).
-type planHash struct {
-	h      hash.Hash
-	buf    []byte
-	digest [len(content.DigestPrefix) + 2*sha256.Size]byte
+// start begins a fingerprint that takes its entries one at a time (add).
+func (m *FingerprintMemo) start(cfg SessionConfig) *memoHash {
+	return &memoHash{m: m, header: appendHeader(nil, cfg)}
 }
 
-// newPlanHash starts the fingerprint of a request of n entries.
-func newPlanHash(cfg SessionConfig, n int) *planHash {
-	p := &planHash{h: sha256.New()}
-	copy(p.digest[:], content.DigestPrefix)
+// memoHash collects a request's entries and hashes, at sum, only those
+// after the memo's when the request starts with them.
+type memoHash struct {
+	m       *FingerprintMemo
+	header  []byte
+	entries []*Entry
+}
+
+func (p *memoHash) add(e *Entry) { p.entries = append(p.entries, e) }
+
+func (p *memoHash) sum() (string, *FingerprintMemo) {
+	m := p.m
+	if m == nil {
+		m = &FingerprintMemo{}
+	}
+	keep := 0
+	if m.h != nil && string(m.header) == string(p.header) && len(m.entries) <= len(p.entries) {
+		keep = len(m.entries)
+		for i, f := range m.entries {
+			if e := p.entries[i]; e.ID != f.id || e.Content.Digest != f.digest {
+				keep = 0
+				break
+			}
+		}
+	}
+	var ph planHash
+	if keep > 0 {
+		c, err := m.h.Clone()
+		if err != nil { // SHA-256 clones without error; hash it all if not
+			keep = 0
+		} else {
+			ph.h = c
+		}
+	}
+	if keep == 0 {
+		ph.h = sha256.New()
+		ph.h.Write(p.header)
+	}
+	copy(ph.digest[:], content.DigestPrefix)
+	for _, e := range p.entries[keep:] {
+		ph.entry(e)
+	}
+	fp := ph.sum(FingerprintPrefix)
+	// A new slice, and m.h was cloned: m never changes.
+	remembered := make([]fingerprinted, keep, len(p.entries))
+	copy(remembered, m.entries[:keep])
+	for _, e := range p.entries[keep:] {
+		remembered = append(remembered, fingerprinted{id: e.ID, digest: e.Content.Digest})
+	}
+	c, ok := ph.h.(hash.Cloner)
+	if !ok {
+		return fp, nil
+	}
+	return fp, &FingerprintMemo{header: p.header, entries: remembered, h: c}
+}
+
+// appendHeader appends the request fields before its entries.
+func appendHeader(b []byte, cfg SessionConfig) []byte {
+	var p planHash
+	p.buf = b
 	p.field(cfg.Model.ProviderID)
 	p.field(cfg.Model.APIKind)
 	p.field(cfg.Model.Model)
@@ -50,6 +149,25 @@ func newPlanHash(cfg SessionConfig, n int) *planHash {
 	for _, t := range cfg.Tools {
 		p.field(t)
 	}
+	return p.buf
+}
+
+// planHash hashes a request entry by entry. Fields are written as
+// "<len>:<bytes>" into one buffer per entry and hashed together: the same
+// bytes as hashing each field alone, without an allocation per field (a
+// context holds thousands of entries). Every entry writes the same fields,
+// so the stream parses one way without counting the entries.
+type planHash struct {
+	h      hash.Hash
+	buf    []byte
+	digest [len(content.DigestPrefix) + 2*sha256.Size]byte
+}
+
+// newPlanHash starts a version 1 fingerprint of a request of n entries.
+func newPlanHash(cfg SessionConfig, n int) *planHash {
+	p := &planHash{h: sha256.New()}
+	copy(p.digest[:], content.DigestPrefix)
+	p.buf = appendHeader(p.buf, cfg)
 	p.field(strconv.Itoa(n))
 	p.flush()
 	return p
@@ -82,8 +200,8 @@ func (p *planHash) entry(e *Entry) {
 	p.flush()
 }
 
-func (p *planHash) sum() string {
-	return FingerprintPrefix + hex.EncodeToString(p.h.Sum(nil))
+func (p *planHash) sum(prefix string) string {
+	return prefix + hex.EncodeToString(p.h.Sum(nil))
 }
 
 // InputFingerprint identifies a run submission's payload, so a retry with the

@@ -3,7 +3,7 @@ package core
 // plan decides the next step of a session from its committed state alone:
 // either proposals the core makes on its own (start a queued run, open a
 // turn, finish a run) or work for the host. The host calls it through Drive.
-func plan(s *State, at int64) Intent {
+func plan(s *State, at int64, fps **FingerprintMemo) Intent {
 	if s.Closed {
 		return Intent{Kind: IntentClosed}
 	}
@@ -27,7 +27,7 @@ func plan(s *State, at int64) Intent {
 	}
 	t := r.Turn
 	if t == nil || t.Completed {
-		return planBoundary(s, r, at)
+		return planBoundary(s, r, at, fps)
 	}
 	switch {
 	case t.GenRequested && !t.GenCompleted:
@@ -50,7 +50,7 @@ func plan(s *State, at int64) Intent {
 // planBoundary runs at a turn boundary: it takes another turn when the run
 // has unconsumed input or steering or tool results to answer, and otherwise
 // completes the run with the last assistant message as its output.
-func planBoundary(s *State, r *Run, at int64) Intent {
+func planBoundary(s *State, r *Run, at int64, fps **FingerprintMemo) Intent {
 	if in, ok := planTranscription(s, r, at); ok {
 		return in
 	}
@@ -82,12 +82,14 @@ func planBoundary(s *State, r *Run, at int64) Intent {
 	added := b.entries(inputs, SourceUser, r.ID, joins)
 	// The planned request is the context and then the added entries (user
 	// messages carry no key: they go to the tail), fingerprinted in place.
-	fp := newPlanHash(s.Config, len(s.entries)+len(added))
-	s.eachInContext(fp.entry)
+	fp := (*fps).start(s.Config)
+	s.eachInContext(fp.add)
 	for i := range added {
-		fp.entry(&added[i])
+		fp.add(&added[i])
 	}
-	b.add(KindTurnPlanned, joins, TurnPlanned{RunID: r.ID, Turn: n, ContextRevision: b.rev, ConfigRevision: s.ConfigRevision, Fingerprint: fp.sum()})
+	sum, memo := fp.sum()
+	*fps = memo
+	b.add(KindTurnPlanned, joins, TurnPlanned{RunID: r.ID, Turn: n, ContextRevision: b.rev, ConfigRevision: s.ConfigRevision, Fingerprint: sum})
 	b.add(KindTurnGenerationRequested, joins, TurnGenerationRequested{RunID: r.ID, Turn: n})
 	return appendIntent(s, b)
 }

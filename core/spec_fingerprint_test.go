@@ -1,6 +1,7 @@
 package core_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -126,5 +127,66 @@ func TestSpec_InputFingerprintIdentifiesThePayload(t *testing.T) {
 	}
 	if a == core.InputFingerprint(input("y", "x")) || a == core.InputFingerprint(input("x")) || a == core.InputFingerprint(input("xy")) {
 		t.Fatal("different inputs share a fingerprint")
+	}
+}
+
+// A fingerprint through a memo equals the one computed whole, whatever
+// the request does to the one before it, including keeping its ids with
+// other content.
+func TestSpec_FingerprintMemoEqualsTheWholeHash(t *testing.T) {
+	cfg := testConfig("a", "b")
+	msg := func(id, s string) core.Entry {
+		return core.Entry{ID: id, Kind: core.EntryMessage, Role: core.RoleUser, Content: text(s)}
+	}
+	base := []core.Entry{msg("e1", "one"), msg("e2", "two"), msg("e3", "three")}
+	other := cfg
+	other.Tools = []string{"a"}
+	requests := []struct {
+		name    string
+		cfg     core.SessionConfig
+		entries []core.Entry
+	}{
+		{"first", cfg, base},
+		{"extended", cfg, append(slices.Clone(base), msg("e4", "four"))},
+		{"the same", cfg, append(slices.Clone(base), msg("e4", "four"))},
+		{"shorter", cfg, base[:2]},
+		{"a middle entry removed", cfg, []core.Entry{base[0], base[2]}},
+		{"an instruction first", cfg, append([]core.Entry{{ID: "e9", Kind: core.EntryInstructions, Content: text("i")}}, base...)},
+		{"another config", other, base},
+		{"the same ids, other content", other, []core.Entry{msg("e1", "ONE"), base[1], base[2]}},
+		{"empty", cfg, nil},
+	}
+	var memo *core.FingerprintMemo
+	for _, r := range requests {
+		got, next := memo.Fingerprint(r.cfg, r.entries)
+		if want := core.PlanFingerprint(r.cfg, r.entries); got != want {
+			t.Fatalf("%s: through the memo %s, whole %s", r.name, got, want)
+		}
+		if ok, _ := core.FingerprintMatches(got, r.cfg, r.entries, memo); !ok {
+			t.Fatalf("%s: the fingerprint does not match its own request", r.name)
+		}
+		memo = next
+	}
+}
+
+// A turn planned before fingerprints had version 2 still matches its
+// request: the version 1 value below was computed by the code that
+// planned such turns.
+func TestSpec_Version1FingerprintsStillMatch(t *testing.T) {
+	cfg := core.SessionConfig{Model: core.ModelSelection{ProviderID: "p", APIKind: core.APIChatCompletions, Model: "m"}, Tools: []string{"a", "b"}}
+	entries := []core.Entry{
+		{ID: "e1", Kind: core.EntryInstructions, Content: text("i")},
+		{ID: "e2", Kind: core.EntryMessage, Role: core.RoleUser, Content: text("m")},
+		{ID: "e3", Kind: core.EntryToolCall, CallID: "c1", ToolName: "a", Content: text("args")},
+	}
+	const v1 = "fp1:2f339f6fe04ea0dca5aa00be9e0ecfa1b271e956e7c68a43ae71ec1824329920"
+	if ok, _ := core.FingerprintMatches(v1, cfg, entries, nil); !ok {
+		t.Fatal("a version 1 fingerprint no longer matches its request")
+	}
+	if ok, _ := core.FingerprintMatches(v1, cfg, entries[:2], nil); ok {
+		t.Fatal("a version 1 fingerprint matches another request")
+	}
+	if !strings.HasPrefix(core.PlanFingerprint(cfg, entries), core.FingerprintPrefix) || core.FingerprintPrefix == "fp1:" {
+		t.Fatal("new fingerprints are not version 2")
 	}
 }

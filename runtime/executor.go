@@ -60,8 +60,8 @@ var ErrFingerprintMismatch = errors.New("request does not match its planned fing
 // returns the result to admit; a *provider.Error that is Retryable may be
 // retried by the host; any other error should become FailedGeneration.
 func (x *Executor) Generate(ctx context.Context, sessionID string, w core.GenerateWork) (core.GenerationResult, error) {
-	if fp := core.PlanFingerprint(w.Config, w.Entries); fp != w.Fingerprint {
-		return core.GenerationResult{}, fmt.Errorf("%w: planned %s, rebuilt %s", ErrFingerprintMismatch, w.Fingerprint, fp)
+	if !x.fingerprintMatches(sessionID, w) {
+		return core.GenerationResult{}, fmt.Errorf("%w: planned %s, rebuilt %s", ErrFingerprintMismatch, w.Fingerprint, core.PlanFingerprint(w.Config, w.Entries))
 	}
 	adapter, ok := x.Adapters[w.Config.Model.APIKind]
 	if !ok {
@@ -85,6 +85,23 @@ func (x *Executor) Generate(ctx context.Context, sessionID string, w core.Genera
 		Cache: x.cacheFacts(ctx, sessionID, w, out),
 	}, nil
 }
+
+// fingerprintMatches checks that w's entries are the request its turn
+// planned. x.Pieces keeps the memo of the session's last checked request,
+// so a turn hashes only the entries it added.
+func (x *Executor) fingerprintMatches(sessionID string, w core.GenerateWork) bool {
+	key := append([]byte("fingerprint\x00"), sessionID...)
+	v, _ := x.Pieces.Get(key)
+	memo, _ := v.(*core.FingerprintMemo)
+	ok, next := core.FingerprintMatches(w.Fingerprint, w.Config, w.Entries, memo)
+	if next != memo && next != nil {
+		x.Pieces.Put(key, next, int64(len(w.Entries))*fingerprintedBytes)
+	}
+	return ok
+}
+
+// fingerprintedBytes approximates what a memo keeps per entry.
+const fingerprintedBytes = 64
 
 // cacheFacts stores the request's segment list and describes it; nil when
 // the adapter reported no segments. The provider has answered by now, so a
