@@ -20,13 +20,14 @@ func (s *Store) Put(ctx context.Context, data []byte) (content.Digest, error) {
 	d := content.Sum(data)
 	now := s.nowMs()
 	if len(data) <= InlineMax {
-		if data == nil {
-			data = []byte{} // nil would bind as NULL, which means "not inline"
+		stored, encoding := compressInline(data)
+		if stored == nil {
+			stored = []byte{} // nil would bind as NULL, which means "not inline"
 		}
 		_, err := s.writes.ExecContext(ctx, `INSERT INTO blobs
-			(universe, digest, size, inline, created_at_ms, touched_at_ms) VALUES (?, ?, ?, ?, ?, ?)
+			(universe, digest, size, inline, encoding, created_at_ms, touched_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (universe, digest) DO UPDATE SET touched_at_ms = max(touched_at_ms, excluded.touched_at_ms)`,
-			s.universe, d.String(), len(data), data, now, now)
+			s.universe, d.String(), len(data), stored, encoding, now, now)
 		if err != nil {
 			return content.Digest{}, fmt.Errorf("sqlite: put blob %s: %w", d, err)
 		}
@@ -90,16 +91,19 @@ func (s *Store) objectKey(d content.Digest) (string, error) {
 func (s *Store) Get(ctx context.Context, d content.Digest) ([]byte, error) {
 	var size int64
 	var inline []byte
-	var key sql.NullString
-	err := s.reads.QueryRowContext(ctx, `SELECT size, inline, object_key FROM blobs WHERE universe = ? AND digest = ?`,
-		s.universe, d.String()).Scan(&size, &inline, &key)
+	var key, encoding sql.NullString
+	err := s.reads.QueryRowContext(ctx, `SELECT size, inline, encoding, object_key FROM blobs WHERE universe = ? AND digest = ?`,
+		s.universe, d.String()).Scan(&size, &inline, &encoding, &key)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, &blob.NotFoundError{Digest: d}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: get blob %s: %w", d, err)
 	}
-	data := inline
+	data, err := decompressInline(d, inline, encoding.String, size)
+	if err != nil {
+		return nil, err
+	}
 	if key.Valid {
 		data, err = s.objects.Get(ctx, key.String)
 		if errors.Is(err, objstore.ErrNotFound) {

@@ -165,6 +165,12 @@ CREATE TABLE IF NOT EXISTS retention_cursors (
 	digest        TEXT NOT NULL
 ) WITHOUT ROWID;
 `},
+	// An inline body may be stored compressed: encoding names how
+	// (compress.go), NULL means the bytes as they are. size stays the
+	// length of the bytes themselves.
+	{version: 8, sql: `
+ALTER TABLE blobs ADD COLUMN encoding TEXT;
+`},
 }
 
 // SchemaVersion is the version Open migrates a database to.
