@@ -10,12 +10,47 @@ import (
 const MaxSupersededCatalogs = 5
 
 // Context returns the active context in request order: instruction entries
-// first, ordered by key; every other entry at its recorded position.
+// first, ordered by key; every other entry at its recorded position. The
+// slice may be shared with the state and must not be modified: the state
+// never changes an entry in place (see copyOnWrite), so what it returned
+// stays as it was however the state moves on. When the entries already
+// are in request order, as in a session whose instructions came first,
+// nothing is copied: a turn does not pay for the length of the session.
 func (s *State) Context() []Entry {
+	if len(s.entries) == 0 {
+		return []Entry{} // never nil: an empty context is a list
+	}
+	if s.inRequestOrder() {
+		return s.entries[:len(s.entries):len(s.entries)]
+	}
 	out := make([]Entry, 0, len(s.entries))
 	s.eachInContext(func(e *Entry) { out = append(out, *e) })
 	return out
 }
+
+// inRequestOrder reports whether s.entries is its own request order: its
+// instruction entries come first, ordered by key.
+func (s *State) inRequestOrder() bool {
+	n := 0
+	for n < len(s.entries) && s.entries[n].Kind == EntryInstructions {
+		if n > 0 && s.entries[n].Key < s.entries[n-1].Key {
+			return false
+		}
+		n++
+	}
+	for _, e := range s.entries[n:] {
+		if e.Kind == EntryInstructions {
+			return false
+		}
+	}
+	return true
+}
+
+// copyOnWrite gives the state its own copy of its entries before one is
+// changed or dropped in place, so a slice Context returned keeps what it
+// held. Appending needs no copy: it writes past the end of every slice
+// handed out.
+func (s *State) copyOnWrite() { s.entries = append([]Entry(nil), s.entries...) }
 
 // eachInContext calls fn with each active entry in request order (see
 // Context), without copying the context.
@@ -85,6 +120,7 @@ func (s *State) applyEntries(entries []Entry) error {
 		if e.Key != "" && e.Kind != EntryCatalog {
 			if i := s.indexOfKey(e.Key); i >= 0 {
 				delete(s.entryIDs, s.entries[i].ID)
+				s.copyOnWrite()
 				s.entries[i] = e
 				continue
 			}
@@ -134,9 +170,10 @@ func (s *State) removeKeys(keys []string) {
 	s.keepEntries(func(_ int, e Entry) bool { return e.Key == "" || !contains(keys, e.Key) })
 }
 
-// keepEntries keeps the entries for which keep is true, in order.
+// keepEntries keeps the entries for which keep is true, in order, in a
+// new slice (see copyOnWrite).
 func (s *State) keepEntries(keep func(i int, e Entry) bool) {
-	kept := s.entries[:0]
+	kept := make([]Entry, 0, len(s.entries))
 	for i, e := range s.entries {
 		if keep(i, e) {
 			kept = append(kept, e)

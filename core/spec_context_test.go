@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"errors"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -254,5 +255,28 @@ func TestSpec_AKeyedEntryReplacesOnlyAnEntryOfItsOwnKind(t *testing.T) {
 	}
 	if e, ok := h.state().EntryByKey("instructions.style"); !ok || e.Kind != core.EntryInstructions {
 		t.Fatalf("instructions entry changed: %+v", e)
+	}
+}
+
+// A context the state handed out stays what it was while the state moves
+// on: Context shares the state's entries when they are in request order,
+// so an edit in place, a removal and an append must leave it untouched.
+func TestSpec_AHandedOutContextNeverChanges(t *testing.T) {
+	h := newHarness(t, testConfig())
+	note := entryText(core.EntryMessage, "note", "first")
+	h.mustAdmit(core.AppendContext{AtMs: h.tick(), Entries: []core.EntryInput{note, entryText(core.EntryMessage, "", "a"), entryText(core.EntryMessage, "", "b")}})
+	handed := h.state().Context()
+	kept := slices.Clone(handed)
+	edit := note
+	edit.Content, edit.Preview = text("second"), "second"
+	h.mustAdmit(core.AppendContext{AtMs: h.tick(), Entries: []core.EntryInput{edit}})
+	h.mustAdmit(core.RemoveContext{AtMs: h.tick(), EntryIDs: []string{"e3"}})
+	h.mustAdmit(core.AppendContext{AtMs: h.tick(), Entries: []core.EntryInput{entryText(core.EntryMessage, "", "c")}})
+	if !reflect.DeepEqual(handed, kept) {
+		t.Fatalf("the context handed out changed under its holder:\n got %+v\nwant %+v", handed, kept)
+	}
+	now := h.state().Context()
+	if reflect.DeepEqual(now, kept) || len(now) != len(kept) {
+		t.Fatalf("the state did not move on: %d entries then, %d now", len(kept), len(now))
 	}
 }
