@@ -147,7 +147,8 @@ func TestVersion7DatabaseGainsBlobEncoding(t *testing.T) {
 	old := jsonLike(5_000)
 	d := content.Sum(old)
 	for _, q := range []string{
-		`ALTER TABLE blobs DROP COLUMN encoding`, `DELETE FROM schema_migrations WHERE version >= 8`,
+		`ALTER TABLE events DROP COLUMN encoding`, `ALTER TABLE blobs DROP COLUMN encoding`,
+		`DELETE FROM schema_migrations WHERE version >= 8`,
 	} {
 		if _, err := s.writer.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)

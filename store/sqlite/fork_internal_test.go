@@ -11,7 +11,7 @@ import (
 // undoLineage takes a database back to before version 5 (lineage), so the
 // upgrade tests of earlier versions can replay it.
 var undoLineage = []string{
-	`ALTER TABLE blobs DROP COLUMN encoding`,
+	`ALTER TABLE blobs DROP COLUMN encoding`, `ALTER TABLE events DROP COLUMN encoding`,
 	`DROP INDEX sessions_forks`, `DROP INDEX sessions_newest`,
 	`ALTER TABLE sessions DROP COLUMN fork_source`, `ALTER TABLE sessions DROP COLUMN fork_at`,
 	`ALTER TABLE sessions DROP COLUMN fork_depth`, `ALTER TABLE sessions DROP COLUMN fork_segments`,

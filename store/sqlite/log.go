@@ -100,23 +100,22 @@ func upsertSession(ctx context.Context, tx stmtTx, universe string, l core.Lifec
 
 func insertEvents(ctx context.Context, tx stmtTx, universe, sessionID string, events []core.Event) error {
 	stmt, err := tx.PrepareContext(ctx, `INSERT INTO events
-		(universe, session_id, seq, observed_at_ms, kind, version, joins, payload)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+		(universe, session_id, seq, observed_at_ms, kind, version, joins, payload, encoding)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return fmt.Errorf("prepare event insert: %w", err)
 	}
 	defer stmt.Close()
 	for _, ev := range events {
-		var joins any // NULL keeps "no joins" distinct from an empty list
+		var joins []byte // nil (NULL) keeps "no joins" distinct from an empty list
 		if ev.Joins != nil {
-			raw, err := json.Marshal(ev.Joins)
-			if err != nil {
+			if joins, err = json.Marshal(ev.Joins); err != nil {
 				return fmt.Errorf("encode joins: %w", err)
 			}
-			joins = string(raw)
 		}
+		joinsCol, payload, encoding := encodeEvent(joins, ev.Payload)
 		if _, err := stmt.ExecContext(ctx, universe, sessionID, ev.Seq, ev.ObservedAtMs, ev.Kind, ev.Version,
-			joins, []byte(ev.Payload)); err != nil {
+			joinsCol, payload, encoding); err != nil {
 			return fmt.Errorf("insert event %d: %w", ev.Seq, err)
 		}
 	}
@@ -154,7 +153,7 @@ func (s *Store) readRange(ctx context.Context, owner string, from, to int64, lim
 	if desc {
 		order = "DESC"
 	}
-	rows, err := s.reads.QueryContext(ctx, `SELECT seq, observed_at_ms, kind, version, joins, payload
+	rows, err := s.reads.QueryContext(ctx, `SELECT seq, observed_at_ms, kind, version, joins, payload, encoding
 		FROM events WHERE universe = ? AND session_id = ? AND seq > ? AND seq <= ? ORDER BY seq `+order+` LIMIT ?`,
 		s.universe, owner, from, to, limit)
 	if err != nil {
@@ -164,13 +163,18 @@ func (s *Store) readRange(ctx context.Context, owner string, from, to int64, lim
 	evs := []core.Event{}
 	for rows.Next() {
 		var ev core.Event
-		var joins sql.NullString
+		var joins sql.RawBytes
 		var payload []byte
-		if err := rows.Scan(&ev.Seq, &ev.ObservedAtMs, &ev.Kind, &ev.Version, &joins, &payload); err != nil {
+		var encoding sql.NullString
+		if err := rows.Scan(&ev.Seq, &ev.ObservedAtMs, &ev.Kind, &ev.Version, &joins, &payload, &encoding); err != nil {
 			return nil, fmt.Errorf("sqlite: read %s: %w", owner, err)
 		}
-		if joins.Valid {
-			if err := json.Unmarshal([]byte(joins.String), &ev.Joins); err != nil {
+		rawJoins, payload, err := decodeEvent(joins, joins != nil, payload, encoding.String)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: read %s seq %d: %w", owner, ev.Seq, err)
+		}
+		if rawJoins != nil {
+			if err := json.Unmarshal(rawJoins, &ev.Joins); err != nil {
 				return nil, fmt.Errorf("sqlite: read %s seq %d: decode joins: %w", owner, ev.Seq, err)
 			}
 		}

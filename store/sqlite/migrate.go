@@ -171,6 +171,11 @@ CREATE TABLE IF NOT EXISTS retention_cursors (
 	{version: 8, sql: `
 ALTER TABLE blobs ADD COLUMN encoding TEXT;
 `},
+	// An event may be stored compressed: encoding names how
+	// (event_compress.go), NULL means joins and payload as they are.
+	{version: 9, sql: `
+ALTER TABLE events ADD COLUMN encoding TEXT;
+`},
 }
 
 // SchemaVersion is the version Open migrates a database to.
