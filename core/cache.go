@@ -154,17 +154,30 @@ func DecodeSegments(data []byte) ([]CacheSegment, error) {
 // did not change are the same blobs as the previous turn's: a turn stores
 // its index, its changed chunks and nothing else, and no blob outgrows the
 // inline limit. The writer records edges from the index to its chunks.
+//
+// A list of more than SegmentPage chunks names pages instead:
+// {"pages":[{"ref":"sha256:…","count":n}…]}, each page an index of up to
+// SegmentPage chunks (count is how many), cut at fixed positions too. The
+// writer records edges from the index to its pages and from a new page to
+// its chunks, so a turn records edges for its changed page alone, not for
+// every chunk of a session that has grown long.
 const MediaRequestSegmentIndex = "application/vnd.cairn.request-segment-index+json"
 
 // SegmentChunk is the number of segments per chunk (about 6 KB of JSON).
 const SegmentChunk = 64
 
-// SegmentIndex lists a chunked segment list's chunks in order.
+// SegmentPage is the number of chunks per page of a paged index.
+const SegmentPage = 16
+
+// SegmentIndex lists a chunked segment list's chunks in order, or its
+// pages of chunks.
 type SegmentIndex struct {
-	Chunks []SegmentChunkRef `json:"chunks"`
+	Chunks []SegmentChunkRef `json:"chunks,omitempty"`
+	Pages  []SegmentChunkRef `json:"pages,omitempty"`
 }
 
-// SegmentChunkRef is one chunk and the number of segments it holds.
+// SegmentChunkRef is one chunk and the number of segments it holds, or
+// one page and the number of chunks it holds.
 type SegmentChunkRef struct {
 	Ref   content.Digest `json:"ref"`
 	Count int            `json:"count"`
@@ -181,15 +194,23 @@ func ChunkSegments(segs []CacheSegment) [][]CacheSegment {
 	return out
 }
 
-// DecodeSegmentIndex reads a stored index.
+// DecodeSegmentIndex reads a stored index, or a page of one.
 func DecodeSegmentIndex(data []byte) (SegmentIndex, error) {
 	var ix SegmentIndex
 	if err := json.Unmarshal(data, &ix); err != nil {
 		return SegmentIndex{}, fmt.Errorf("segment index: %w", err)
 	}
+	if (len(ix.Chunks) == 0) == (len(ix.Pages) == 0) {
+		return SegmentIndex{}, fmt.Errorf("segment index: names neither chunks nor pages, or both")
+	}
 	for i, c := range ix.Chunks {
 		if c.Ref.IsZero() || c.Count <= 0 || c.Count > SegmentChunk {
 			return SegmentIndex{}, fmt.Errorf("segment index: chunk %d is not a ref with 1 to %d segments", i, SegmentChunk)
+		}
+	}
+	for i, p := range ix.Pages {
+		if p.Ref.IsZero() || p.Count <= 0 || p.Count > SegmentPage {
+			return SegmentIndex{}, fmt.Errorf("segment index: page %d is not a ref with 1 to %d chunks", i, SegmentPage)
 		}
 	}
 	return ix, nil

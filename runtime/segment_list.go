@@ -79,8 +79,23 @@ func readChunked(ctx context.Context, blobs BlobGetter, data []byte) ([]core.Cac
 	if err != nil {
 		return nil, err
 	}
+	chunks := ix.Chunks
+	for i, p := range ix.Pages {
+		data, err := blobs.Get(ctx, p.Ref)
+		if err != nil {
+			return nil, fmt.Errorf("segment page %d: %w", i, err)
+		}
+		page, err := core.DecodeSegmentIndex(data)
+		if err != nil {
+			return nil, fmt.Errorf("segment page %d: %w", i, err)
+		}
+		if len(page.Chunks) != p.Count {
+			return nil, fmt.Errorf("segment page %d holds %d chunks, its index says %d", i, len(page.Chunks), p.Count)
+		}
+		chunks = append(chunks, page.Chunks...)
+	}
 	var segs []core.CacheSegment
-	for i, c := range ix.Chunks {
+	for i, c := range chunks {
 		data, err := blobs.Get(ctx, c.Ref)
 		if err != nil {
 			return nil, fmt.Errorf("segment chunk %d: %w", i, err)

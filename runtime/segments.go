@@ -114,12 +114,12 @@ func (x *Executor) rememberSegments(sessionID string, ref content.ContentRef, l 
 	x.Pieces.Put(lastSegmentsKey(sessionID), storedList{ref: ref, list: l}, int64(len(l.Segments))*segmentBytes)
 }
 
-// putChunked stores segs in chunks behind an index; with remembered, it
-// takes the digests of chunks stored before from x.Pieces instead of
-// storing them.
+// putChunked stores segs in chunks behind an index, or behind pages of
+// chunks when there are more than core.SegmentPage; with remembered, it
+// takes the digests of chunks and pages stored before from x.Pieces
+// instead of storing them (and recording their edges) again.
 func (x *Executor) putChunked(ctx context.Context, sessionID string, segs []core.CacheSegment, remembered bool) (content.ContentRef, error) {
-	var ix core.SegmentIndex
-	var kids []content.Digest
+	var chunks []core.SegmentChunkRef
 	for _, chunk := range core.ChunkSegments(segs) {
 		key := chunkKey(sessionID, chunk)
 		d, ok := x.storedChunk(key, remembered)
@@ -133,8 +133,20 @@ func (x *Executor) putChunked(ctx context.Context, sessionID string, segs []core
 			}
 			x.Pieces.Put(key, d, int64(len(d)))
 		}
-		ix.Chunks = append(ix.Chunks, core.SegmentChunkRef{Ref: d, Count: len(chunk)})
-		kids = append(kids, d)
+		chunks = append(chunks, core.SegmentChunkRef{Ref: d, Count: len(chunk)})
+	}
+	ix := core.SegmentIndex{Chunks: chunks}
+	if len(chunks) > core.SegmentPage {
+		ix = core.SegmentIndex{}
+		for len(chunks) > 0 {
+			n := min(core.SegmentPage, len(chunks))
+			d, err := x.putPage(ctx, sessionID, chunks[:n], remembered)
+			if err != nil {
+				return content.ContentRef{}, err
+			}
+			ix.Pages = append(ix.Pages, core.SegmentChunkRef{Ref: d, Count: n})
+			chunks = chunks[n:]
+		}
 	}
 	data, err := json.Marshal(ix)
 	if err != nil {
@@ -144,11 +156,46 @@ func (x *Executor) putChunked(ctx context.Context, sessionID string, segs []core
 	if err != nil {
 		return content.ContentRef{}, err
 	}
-	content.SortDigests(kids)
-	if err := x.Files.PutEdges(ctx, ref.Digest, slices.Compact(kids)); err != nil {
+	if err := x.Files.PutEdges(ctx, ref.Digest, childRefs(append(ix.Chunks, ix.Pages...))); err != nil {
 		return content.ContentRef{}, err
 	}
 	return ref, nil
+}
+
+// putPage stores a page of chunk refs with its edges to them, unless
+// x.Pieces remembers storing it (and remembered allows that).
+func (x *Executor) putPage(ctx context.Context, sessionID string, chunks []core.SegmentChunkRef, remembered bool) (content.Digest, error) {
+	key := append([]byte("segment page\x00"), sessionID...)
+	for _, c := range chunks {
+		key = append(key, c.Ref[:]...)
+		key = binary.AppendUvarint(key, uint64(c.Count))
+	}
+	if d, ok := x.storedChunk(key, remembered); ok {
+		return d, nil
+	}
+	data, err := json.Marshal(core.SegmentIndex{Chunks: chunks})
+	if err != nil {
+		return content.Digest{}, err
+	}
+	d, err := x.Blobs.Put(ctx, data)
+	if err != nil {
+		return content.Digest{}, err
+	}
+	if err := x.Files.PutEdges(ctx, d, childRefs(chunks)); err != nil {
+		return content.Digest{}, err
+	}
+	x.Pieces.Put(key, d, int64(len(key)+len(d)))
+	return d, nil
+}
+
+// childRefs is the sorted, distinct refs of an index or a page: its edges.
+func childRefs(refs []core.SegmentChunkRef) []content.Digest {
+	kids := make([]content.Digest, len(refs))
+	for i, c := range refs {
+		kids[i] = c.Ref
+	}
+	content.SortDigests(kids)
+	return slices.Compact(kids)
 }
 
 // storedChunk returns the digest a chunk was stored under, when x.Pieces

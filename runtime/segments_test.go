@@ -264,3 +264,76 @@ func TestSegmentDeltasAreReadWithinBounds(t *testing.T) {
 		t.Fatalf("a chain of %d deltas was read", core.SegmentDeltaDepth+1)
 	}
 }
+
+// A list of more than core.SegmentPage chunks is stored behind pages: its
+// index names pages, a page its chunks, each with edges to exactly those.
+// The next turn stores its changed chunk, that chunk's page and its index,
+// and records edges for that page alone; an executor that remembers
+// nothing stores the same index; every list reads back as stored.
+func TestVeryLongSegmentListsArePaged(t *testing.T) {
+	ctx := context.Background()
+	mem := blob.NewMemory()
+	files := store.NewMemory(mem)
+	counted := &countingBlobs{Store: mem}
+	edges := &countingEdges{Memory: files}
+	x := &runtime.Executor{Blobs: counted, Files: edges, Pieces: provider.NewPieces(1 << 20)}
+
+	n := 2*core.SegmentPage*core.SegmentChunk + 10 // 33 chunks: pages of 16, 16 and 1
+	first := segments(n, "turn")
+	ref, err := runtime.PutSegments(x, ctx, nil, first)
+	if err != nil || ref.MediaType != core.MediaRequestSegmentIndex {
+		t.Fatalf("stored as %v, %v; want an index", ref, err)
+	}
+	data, err := mem.Get(ctx, ref.Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, err := core.DecodeSegmentIndex(data)
+	if err != nil || len(ix.Chunks) != 0 || len(ix.Pages) != 3 || ix.Pages[0].Count != core.SegmentPage || ix.Pages[2].Count != 1 {
+		t.Fatalf("index %+v, %v; want 3 pages of 16, 16 and 1 chunks", ix, err)
+	}
+	for _, parent := range append([]content.Digest{ref.Digest}, ix.Pages[0].Ref) {
+		data, err := mem.Get(ctx, parent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := content.ExtractRefs(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kids, err := files.Children(ctx, parent); err != nil || !slices.Equal(kids, want) {
+			t.Fatalf("%s has edges %v, %v; want exactly its refs %v", parent, kids, err, want)
+		}
+	}
+	if got, err := readSegments(ctx, mem, ref); err != nil || !reflect.DeepEqual(got, first) {
+		t.Fatalf("read back %d segments, %v; want the %d stored", len(got), err, n)
+	}
+
+	next := append(slices.Clone(first), segments(20, "next")...)
+	counted.puts, edges.recorded = 0, 0
+	ref2, err := runtime.PutSegments(x, ctx, nil, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counted.puts != 3 || edges.recorded != 3+1 {
+		t.Fatalf("the next turn stored %d blobs and recorded %d edges; want 3 (its last chunk, that chunk's page and its index) and 4 (index to pages, page to its chunk)",
+			counted.puts, edges.recorded)
+	}
+	if want, err := runtime.PutSegments(&runtime.Executor{Blobs: mem, Files: files}, ctx, nil, next); err != nil || want != ref2 {
+		t.Fatalf("stored as %v, and as %v (%v) by an executor that remembers nothing", ref2, want, err)
+	}
+	if got, err := readSegments(ctx, mem, ref2); err != nil || !reflect.DeepEqual(got, next) {
+		t.Fatalf("read back %d segments, %v; want the %d stored", len(got), err, len(next))
+	}
+}
+
+// countingEdges counts the edges recorded through it.
+type countingEdges struct {
+	*store.Memory
+	recorded int
+}
+
+func (c *countingEdges) PutEdges(ctx context.Context, parent content.Digest, children []content.Digest) error {
+	c.recorded += len(children)
+	return c.Memory.PutEdges(ctx, parent, children)
+}
