@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/cairn-agents/cairn/blob"
@@ -154,31 +155,21 @@ func lowerMessageList(ctx context.Context, blobs blob.Store, entries []core.Entr
 		}
 	}
 
-	// Instructions come first in the context; they become one system message.
-	var sources []core.Entry
-	for _, e := range entries {
-		if e.Kind == core.EntryInstructions {
-			sources = append(sources, e)
-		}
+	// A request that starts with the last one's entries takes the pieces
+	// lowered from them (provider.PieceScope.Prefix): the system message
+	// among them, as long as no instruction follows.
+	reused, from := pieces.Prefix(entries)
+	if from > 0 && slices.ContainsFunc(entries[from:], func(e core.Entry) bool { return e.Kind == core.EntryInstructions }) {
+		reused, from = nil, 0
 	}
-	if len(sources) > 0 {
-		m, ok := pieces.Lookup(sources...)
-		if !ok {
-			system := make([]string, len(sources))
-			for i, e := range sources {
-				text, err := entryText(e, load)
-				if err != nil {
-					return nil, err
-				}
-				system[i] = text
-			}
-			var b bytes.Buffer
-			b.WriteString(`{"role":"system","content":`)
-			rawjson.WriteString(&b, strings.Join(system, "\n\n"))
-			b.WriteByte('}')
-			m = pieces.Keep(core.SegmentInstructions, sources, b.Bytes())
+	out = append(out, reused...)
+
+	// Instructions come first in the context; they become one system
+	// message (among the pieces taken, when the prefix was).
+	if from == 0 {
+		if err := lowerInstructions(entries, pieces, load, add); err != nil {
+			return nil, err
 		}
-		add(m)
 	}
 
 	var g group
@@ -202,8 +193,15 @@ func lowerMessageList(ctx context.Context, blobs blob.Store, entries []core.Entr
 		return nil
 	}
 
-	for i := range entries {
+	// restart is the last entry before which lowering held no state, and
+	// before how many pieces came before it: the next request may take
+	// them and lower from there.
+	restart, before := from, len(out)
+	for i := from; i < len(entries); i++ {
 		e := &entries[i] // groups point at entries; a copy per entry would escape
+		if g.phase == 0 && e.Kind != core.EntryInstructions {
+			restart, before = i, len(out)
+		}
 		pk := e.Content.ProviderKind
 		switch {
 		case e.Kind == core.EntryInstructions:
@@ -251,7 +249,40 @@ func lowerMessageList(ctx context.Context, blobs blob.Store, entries []core.Entr
 	if err := flush(); err != nil {
 		return nil, err
 	}
+	pieces.KeepPrefix(entries, restart, out[:before])
 	return out, nil
+}
+
+// lowerInstructions adds the system message of the request's instruction
+// entries, if it has any.
+func lowerInstructions(entries []core.Entry, pieces *provider.PieceScope, load func(core.Entry) ([]byte, error), add func(*provider.Piece)) error {
+	var sources []core.Entry
+	for i := range entries {
+		if e := &entries[i]; e.Kind == core.EntryInstructions {
+			sources = append(sources, *e)
+		}
+	}
+	if len(sources) == 0 {
+		return nil
+	}
+	m, ok := pieces.Lookup(sources...)
+	if !ok {
+		system := make([]string, len(sources))
+		for i, e := range sources {
+			text, err := entryText(e, load)
+			if err != nil {
+				return err
+			}
+			system[i] = text
+		}
+		var b bytes.Buffer
+		b.WriteString(`{"role":"system","content":`)
+		rawjson.WriteString(&b, strings.Join(system, "\n\n"))
+		b.WriteByte('}')
+		m = pieces.Keep(core.SegmentInstructions, sources, b.Bytes())
+	}
+	add(m)
+	return nil
 }
 
 // lowerPlain lowers a non-native entry: a tool result or a text message.

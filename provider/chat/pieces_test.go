@@ -53,6 +53,18 @@ func TestPiecesLowerTheSameRequest(t *testing.T) {
 	}
 	b.entries = slices.DeleteFunc(b.entries, func(e core.Entry) bool { return cut[e.ID] })
 	check("after cutting entries")
+
+	// A request that repeats the last one and adds an instruction, or
+	// only a message, or nothing: the system message and the last group
+	// change or not, and the prefix taken from the last request must
+	// follow (provider.PieceScope.Prefix).
+	b.user("one more")
+	check("a message added")
+	check("the same request again")
+	b.instructions("instructions.late", "answer in French")
+	check("an instruction added at the end")
+	b.user("merci")
+	check("a message after the late instruction")
 }
 
 // sameFromPieces lowers b's request without pieces and with them, and
