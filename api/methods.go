@@ -215,9 +215,17 @@ func (s call) readSession(ctx context.Context, p SessionParams) (SessionReadResu
 	// Any other comes from its latest checkpoint and the authoritative
 	// event tail (a full replay when the checkpoint is unusable), without
 	// loading it into the host: a read is not a reason to keep it in memory.
+	// A session without unfinished work needs only the checkpoint's head.
 	var cps store.Checkpoints
 	if ch, ok := s.host.(CheckpointHost); ok {
 		cps = ch.Checkpoints()
+	}
+	sum, ok, err := runtime.LoadSummary(ctx, s.host.Log(), cps, s.host.Blobs(), p.SessionID)
+	if err != nil {
+		return SessionReadResult{}, err
+	}
+	if ok {
+		return s.withSource(ctx)(settledSummary(sum), nil)
 	}
 	st, err := runtime.LoadState(ctx, s.host.Log(), cps, s.host.Blobs(), p.SessionID, s.log)
 	if err != nil {
@@ -230,13 +238,7 @@ func (s call) readSession(ctx context.Context, p SessionParams) (SessionReadResu
 // was loaded, so the live and the stored answers cannot drift apart. It
 // shares nothing with st, which changes once its lock is released.
 func sessionSummary(st *core.State) SessionReadResult {
-	out := SessionReadResult{
-		SessionID: st.SessionID, Status: core.SessionStatusOpen, Model: st.Config.Model, Tools: slices.Clone(st.Config.Tools),
-		ContextRevision: st.Revision, Head: st.Head, QueuedRuns: []RunSummary{},
-	}
-	if st.Closed {
-		out.Status = core.SessionStatusClosed
-	}
+	out := settledSummary(st.Summary())
 	if r := st.ActiveRun(); r != nil {
 		out.ActiveRun = &RunSummary{RunID: r.ID, Status: r.Status}
 	}
@@ -247,6 +249,19 @@ func sessionSummary(st *core.State) SessionReadResult {
 		c := *p
 		c.EntryIDs = nil // the ids are in the events; the summary stays small
 		out.Compaction = &c
+	}
+	return out
+}
+
+// settledSummary is session/read's answer for a session without a run or
+// a compaction under way, from its summary alone.
+func settledSummary(sum core.Summary) SessionReadResult {
+	out := SessionReadResult{
+		SessionID: sum.SessionID, Status: core.SessionStatusOpen, Model: sum.Config.Model, Tools: slices.Clone(sum.Config.Tools),
+		ContextRevision: sum.Revision, Head: sum.Head, QueuedRuns: []RunSummary{},
+	}
+	if sum.Closed {
+		out.Status = core.SessionStatusClosed
 	}
 	return out
 }

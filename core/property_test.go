@@ -292,6 +292,26 @@ func (m *propModel) check(t *rapid.T) {
 		if !bytes.Equal(got, want) || !reflect.DeepEqual(restored.Context(), live.Context()) || !reflect.DeepEqual(restored.Runs(), live.Runs()) {
 			t.Fatalf("checkpoint at seq %d plus the tail is not the live state:\n got %s\nwant %s", st.Head, got, want)
 		}
+		// The summary read from the checkpoint's head alone, fed the same
+		// tail, is the live state's, from either checkpoint version.
+		parts, err := core.EncodeCheckpointParts(st, nil)
+		if err != nil {
+			t.Fatalf("encode chunked checkpoint: %v", err)
+		}
+		for _, cp := range [][]byte{data, parts.Index} {
+			sum, err := core.CheckpointSummary(cp)
+			if err != nil {
+				t.Fatalf("checkpoint summary: %v", err)
+			}
+			for _, ev := range h.events[sum.Head:] {
+				if err := sum.Apply(ev); err != nil {
+					t.Fatalf("summary + tail: %v", err)
+				}
+			}
+			if !reflect.DeepEqual(sum, live.Summary()) {
+				t.Fatalf("the summary of the checkpoint at seq %d plus the tail is %+v, the live state's %+v", st.Head, sum, live.Summary())
+			}
+		}
 	}
 
 	// (e') Every fourth check: the chunked checkpoint of the live state,

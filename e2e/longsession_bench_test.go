@@ -32,8 +32,9 @@ import (
 // long-polling their events), and reports the server's own CPU time per
 // turn (a turn is one run here), read from /proc, at turns 10, 100, 1,000
 // and 10,000 as far as the scenario goes; the bytes its data directory
-// holds once the server has stopped; and the latency of session/read and
-// of one page of session/context/read after 10 turns and at the end.
+// holds once the server has stopped; the latency of session/read and of
+// one page of session/context/read after 10 turns and at the end; and of
+// the first session/read after a restart (cold).
 // CAIRN_BENCH_KEEP=DIR keeps the data directory (DIR must not exist). Run
 // one with -benchtime 1x, e.g.
 //
@@ -199,6 +200,15 @@ func runScenario(b *testing.B, sc scenario) scenarioResult {
 			}
 		}
 		res.stored = dirBytes(b, data)
+		// A cold read: the first session/read after a restart, which loads
+		// the session from its checkpoint and the tail after it.
+		srv = startServeBin(b, bin, []string{"--data", data, "--config", cfg, "--gc-interval", "0"})
+		start := time.Now()
+		if _, err := srv.client().ReadSession(ctx, s.SessionID); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(time.Since(start).Microseconds())/1000, "session/read-ms@cold")
+		stopServer(b, srv)
 		if keep := os.Getenv("CAIRN_BENCH_KEEP"); keep != "" {
 			// Keep the data directory to look at with the CLI, e.g.
 			// `cairn storage report --data DIR`.

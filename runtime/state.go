@@ -98,7 +98,7 @@ func LoadStateReport(ctx context.Context, log store.SessionLog, cps store.Checkp
 		cp, rep.Fallback = nil, fmt.Sprintf("checkpoint at seq %d is past the log head %d", cpSeq, head)
 	}
 	if cp != nil {
-		n, err := readTail(ctx, log, sessionID, cp, head)
+		n, err := readTail(ctx, log, sessionID, &cp.Head, cp.Apply, head)
 		var corrupt *core.CorruptError
 		if !errors.As(err, &corrupt) {
 			if err != nil {
@@ -114,7 +114,7 @@ func LoadStateReport(ctx context.Context, log store.SessionLog, cps store.Checkp
 			"session", sessionID, "checkpoint", cpSeq, "reason", rep.Fallback)
 	}
 	st := core.NewState()
-	n, err := readTail(ctx, log, sessionID, st, head)
+	n, err := readTail(ctx, log, sessionID, &st.Head, st.Apply, head)
 	if err != nil {
 		return nil, rep, err
 	}
@@ -184,14 +184,15 @@ func decodeCheckpoint(ctx context.Context, blobs blob.Store, data []byte) (*core
 	}
 }
 
-// readTail applies the log's events after st.Head to st, through at least
-// head, and returns how many it applied. An event missing from that range
-// is a *HistoryIncompleteError; an event that does not apply is the
-// reducer's *core.CorruptError.
-func readTail(ctx context.Context, log store.SessionLog, sessionID string, st *core.State, head int64) (int, error) {
+// readTail applies the log's events after *at to a state (or a summary)
+// through apply, which moves *at on, through at least head, and returns
+// how many it applied. An event missing from that range is a
+// *HistoryIncompleteError; an event that does not apply is the reducer's
+// *core.CorruptError.
+func readTail(ctx context.Context, log store.SessionLog, sessionID string, at *int64, apply func(core.Event) error, head int64) (int, error) {
 	n := 0
 	for {
-		evs, err := log.ReadAfter(ctx, sessionID, st.Head, loadPage)
+		evs, err := log.ReadAfter(ctx, sessionID, *at, loadPage)
 		if err != nil {
 			return n, err
 		}
@@ -199,21 +200,21 @@ func readTail(ctx context.Context, log store.SessionLog, sessionID string, st *c
 			break
 		}
 		for _, ev := range evs {
-			if ev.Seq > st.Head+1 {
-				return n, &HistoryIncompleteError{SessionID: sessionID, Missing: st.Head + 1, Head: max(head, ev.Seq)}
+			if ev.Seq > *at+1 {
+				return n, &HistoryIncompleteError{SessionID: sessionID, Missing: *at + 1, Head: max(head, ev.Seq)}
 			}
-			if err := st.Apply(ev); err != nil {
+			if err := apply(ev); err != nil {
 				return n, err
 			}
 			n++
 		}
 		// A short page is the end of the log, unless it ends before the head.
-		if len(evs) < loadPage && st.Head >= head {
+		if len(evs) < loadPage && *at >= head {
 			break
 		}
 	}
-	if st.Head < head {
-		return n, &HistoryIncompleteError{SessionID: sessionID, Missing: st.Head + 1, Head: head}
+	if *at < head {
+		return n, &HistoryIncompleteError{SessionID: sessionID, Missing: *at + 1, Head: head}
 	}
 	return n, nil
 }
