@@ -53,8 +53,18 @@ func (s *PieceScope) KeepPrefix(entries []core.Entry, at int, pieces []*Piece) {
 	for _, pc := range p.pieces {
 		size += int64(len(pc.Raw)) // counted twice while the pieces are kept too: a bound, not a tally
 	}
+	// A request this large is costed by its bytes, not its entries: keeping
+	// its prefix would evict the very pieces it is built from (100 copies
+	// of a 256 KiB file are 26 MB, kept twice). Its lookups stay per entry.
+	if size > s.pieces.max/prefixShare {
+		return
+	}
 	s.pieces.Put(s.prefixKey(), p, size)
 }
+
+// prefixShare: a kept prefix holds at most this fraction of the pieces'
+// bound.
+const prefixShare = 8
 
 // prefixKey is where a scope's lowered prefix is kept: one per session,
 // model and adapter variant.

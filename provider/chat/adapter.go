@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"time"
 
@@ -48,7 +49,7 @@ func (a *Adapter) Generate(ctx context.Context, blobs blob.Store, req provider.R
 	if err != nil {
 		return provider.Output{}, fmt.Errorf("chat: %w", err)
 	}
-	body, segs, err := lowerWithSegments(ctx, blobs, req, LowerOptions{ReasoningField: ep.ReasoningField})
+	body, segs, err := lowerParts(ctx, blobs, req, LowerOptions{ReasoningField: ep.ReasoningField})
 	if err != nil {
 		return provider.Output{}, err
 	}
@@ -60,8 +61,17 @@ func (a *Adapter) Generate(ctx context.Context, blobs blob.Store, req provider.R
 	if err != nil {
 		return provider.Output{}, decodeFailure(err, ep)
 	}
-	out.RequestBytes, out.Segments = int64(len(body)), segs
+	out.RequestBytes, out.Segments = partsLen(body), segs
 	return out, nil
+}
+
+// partsLen is the bytes of a body in parts.
+func partsLen(parts net.Buffers) int64 {
+	var n int64
+	for _, p := range parts {
+		n += int64(len(p))
+	}
+	return n
 }
 
 // decodeFailure: a 2xx body that is not a completion is a terminal provider

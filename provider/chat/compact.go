@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 
@@ -42,7 +43,7 @@ func (a *Adapter) Compact(ctx context.Context, blobs blob.Store, req provider.Co
 	if err != nil {
 		return provider.CompactOutput{}, err
 	}
-	resp, err := a.post(ctx, ep, body)
+	resp, err := a.post(ctx, ep, net.Buffers{body})
 	if err != nil {
 		return provider.CompactOutput{}, err
 	}

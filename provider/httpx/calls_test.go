@@ -1,9 +1,11 @@
 package httpx_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,6 +19,7 @@ import (
 	"github.com/cairn-agents/cairn/provider/anthropic"
 	"github.com/cairn-agents/cairn/provider/chat"
 	"github.com/cairn-agents/cairn/provider/endpoint"
+	"github.com/cairn-agents/cairn/provider/httpx"
 	"github.com/cairn-agents/cairn/provider/responses"
 	"github.com/cairn-agents/cairn/provider/transcribe"
 )
@@ -242,5 +245,33 @@ func TestEchoedKeyNeverReachesFailuresOrBlobs(t *testing.T) {
 		if err != nil || leaks(text) {
 			t.Errorf("transcription, %s: %q, %v", form, text, err)
 		}
+	}
+}
+
+// A body in parts arrives as the parts joined, with its length declared
+// (not chunked), on the first attempt and on a transport's replay of the
+// request (GetBody).
+func TestABodyInPartsArrivesWhole(t *testing.T) {
+	var got []string
+	var lengths []int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got, lengths = append(got, string(b)), append(lengths, r.ContentLength)
+		w.Write([]byte(`{}`))
+	}))
+	defer srv.Close()
+	parts := net.Buffers{[]byte(`{"a":[`), []byte(strings.Repeat("x", 100_000)), []byte(`,`), []byte(`1]}`)}
+	want := string(bytes.Join(parts, nil))
+	ep := endpoint.Endpoint{BaseURL: srv.URL + "/v1"}
+	for range 2 {
+		if _, err := httpx.Post(context.Background(), httpx.Call{Client: &http.Client{}, Endpoint: ep, Path: "/x", Parts: parts}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(got) != 2 || got[0] != want || got[1] != want || lengths[0] != int64(len(want)) {
+		t.Fatalf("the server got %d bodies of lengths %v (declared %v); want 2 of %d", len(got), []int{len(got[0])}, lengths, len(want))
+	}
+	if len(parts) != 4 || len(parts[1]) != 100_000 {
+		t.Fatal("sending consumed the caller's parts")
 	}
 }

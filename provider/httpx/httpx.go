@@ -12,8 +12,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -40,7 +42,10 @@ type Call struct {
 	// are set after the endpoint's, so they always win.
 	Headers map[string]string
 	Body    []byte
-	Now     func() time.Time
+	// Parts, when set, is the body instead of Body, in parts sent one after
+	// another without joining them (a long request need not be copied).
+	Parts net.Buffers
+	Now   func() time.Time
 	// Classify adjusts the classification of a non-2xx answer for the API
 	// kind (a quota 429 that waiting cannot fix, an explicit retry header);
 	// nil keeps the default.
@@ -74,6 +79,18 @@ func Post(ctx context.Context, c Call) ([]byte, error) {
 	if err != nil {
 		// Do not quote err: it repeats the URL, which may carry credentials.
 		return nil, &provider.Error{Message: "invalid endpoint base URL"}
+	}
+	if c.Parts != nil {
+		// Reading a net.Buffers consumes it: every reader gets its own.
+		req.GetBody = func() (io.ReadCloser, error) {
+			b := slices.Clone(c.Parts)
+			return io.NopCloser(&b), nil // keeps WriteTo: the parts are written, not copied
+		}
+		req.Body, _ = req.GetBody()
+		req.ContentLength = 0
+		for _, p := range c.Parts {
+			req.ContentLength += int64(len(p))
+		}
 	}
 	setSorted(req.Header, ep.Headers) // a fixed order: the same request on every attempt
 	req.Header.Set("Content-Type", "application/json")
