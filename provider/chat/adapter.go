@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"time"
 
@@ -61,17 +60,8 @@ func (a *Adapter) Generate(ctx context.Context, blobs blob.Store, req provider.R
 	if err != nil {
 		return provider.Output{}, decodeFailure(err, ep)
 	}
-	out.RequestBytes, out.Segments = partsLen(body), segs
+	out.RequestBytes, out.Segments = httpx.PartsSize(body), segs
 	return out, nil
-}
-
-// partsLen is the bytes of a body in parts.
-func partsLen(parts net.Buffers) int64 {
-	var n int64
-	for _, p := range parts {
-		n += int64(len(p))
-	}
-	return n
 }
 
 // decodeFailure: a 2xx body that is not a completion is a terminal provider

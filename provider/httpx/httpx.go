@@ -67,6 +67,15 @@ type ErrorBody struct {
 	Message, Code, Type string
 }
 
+// PartsSize is the bytes of a body in parts.
+func PartsSize(parts net.Buffers) int64 {
+	var n int64
+	for _, p := range parts {
+		n += int64(len(p))
+	}
+	return n
+}
+
 // Post sends the call and returns the 2xx body, or a *provider.Error
 // (ctx.Err() when the caller gave up).
 func Post(ctx context.Context, c Call) ([]byte, error) {
@@ -87,10 +96,7 @@ func Post(ctx context.Context, c Call) ([]byte, error) {
 			return io.NopCloser(&b), nil // keeps WriteTo: the parts are written, not copied
 		}
 		req.Body, _ = req.GetBody()
-		req.ContentLength = 0
-		for _, p := range c.Parts {
-			req.ContentLength += int64(len(p))
-		}
+		req.ContentLength = PartsSize(c.Parts)
 	}
 	setSorted(req.Header, ep.Headers) // a fixed order: the same request on every attempt
 	req.Header.Set("Content-Type", "application/json")

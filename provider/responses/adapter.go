@@ -56,7 +56,7 @@ func (a *Adapter) Generate(ctx context.Context, blobs blob.Store, req provider.R
 	}
 	// Lower before resolving: a request that cannot be built should say so
 	// even when the endpoint is not configured yet.
-	body, segs, err := lowerWithSegments(ctx, blobs, req, LowerOptions{})
+	body, segs, err := lowerParts(ctx, blobs, req, LowerOptions{})
 	if err != nil {
 		return provider.Output{}, err
 	}
@@ -81,6 +81,6 @@ func (a *Adapter) Generate(ctx context.Context, blobs blob.Store, req provider.R
 		}
 		return provider.Output{}, err // storing failed: not the provider's fault
 	}
-	out.RequestBytes, out.Segments = int64(len(body)), segs
+	out.RequestBytes, out.Segments = httpx.PartsSize(body), segs
 	return out, nil
 }

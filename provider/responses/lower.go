@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 
@@ -69,6 +70,20 @@ func Lower(ctx context.Context, blobs blob.Store, req provider.Request, opts Low
 // lowerWithSegments is Lower that also cuts the request into its cache
 // segments: each tool, the instructions, then each input item.
 func lowerWithSegments(ctx context.Context, blobs blob.Store, req provider.Request, opts LowerOptions) ([]byte, []provider.Segment, error) {
+	parts, segs, err := lowerParts(ctx, blobs, req, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return bytes.Join(parts, nil), segs, nil
+}
+
+// comma separates the input items of a request in parts.
+var comma = []byte(",")
+
+// lowerParts is lowerWithSegments with the body in parts: the framing and
+// each input item's kept bytes, sent as they are (httpx.Call.Parts), so a
+// long request is not copied into a fresh buffer every turn.
+func lowerParts(ctx context.Context, blobs blob.Store, req provider.Request, opts LowerOptions) (net.Buffers, []provider.Segment, error) {
 	if req.Model.Model == "" {
 		return nil, nil, fmt.Errorf("responses: request has no model")
 	}
@@ -95,8 +110,7 @@ func lowerWithSegments(ctx context.Context, blobs blob.Store, req provider.Reque
 		segs = append(segs, it.Segment)
 	}
 
-	var buf bytes.Buffer
-	buf.Grow(int(core.SegmentTotal(segs)) + len(segs) + 512) // the pieces, commas and framing: one allocation
+	var buf bytes.Buffer // the framing before the input items
 	buf.WriteString(`{"model":`)
 	rawjson.WriteString(&buf, req.Model.Model)
 	if l.instructions != nil {
@@ -121,20 +135,23 @@ func lowerWithSegments(ctx context.Context, blobs blob.Store, req provider.Reque
 		buf.WriteByte(']')
 	}
 	buf.WriteString(`,"input":[`)
+	parts := make(net.Buffers, 0, 2*len(l.items)+2)
+	parts = append(parts, buf.Bytes())
 	for i, it := range l.items {
 		if i > 0 {
-			buf.WriteByte(',')
+			parts = append(parts, comma)
 		}
-		buf.Write(it.Raw)
+		parts = append(parts, it.Raw)
 	}
-	buf.WriteByte(']')
+	var tail bytes.Buffer
+	tail.WriteByte(']')
 	var cm []byte
 	if !opts.Compaction {
 		cm = contextManagement(req.Compaction)
 	}
-	p.write(&buf, provider.PromptCacheKey(req.SessionID), cm, opts)
-	buf.WriteByte('}')
-	return buf.Bytes(), segs, nil
+	p.write(&tail, provider.PromptCacheKey(req.SessionID), cm, opts)
+	tail.WriteByte('}')
+	return append(parts, tail.Bytes()), segs, nil
 }
 
 // write appends the parameter members of the body; contextMgmt, when not

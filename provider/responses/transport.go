@@ -3,6 +3,7 @@ package responses
 import (
 	"context"
 	"fmt"
+	"net"
 
 	"github.com/cairn-agents/cairn/provider/endpoint"
 	"github.com/cairn-agents/cairn/provider/httpx"
@@ -17,8 +18,8 @@ const (
 // post sends body to path and returns the 2xx response body, or a classified
 // error. Generation and compaction share it: the same authentication, headers
 // and error classification.
-func (a *Adapter) post(ctx context.Context, ep endpoint.Endpoint, path string, body []byte) ([]byte, error) {
-	data, err := httpx.Post(ctx, httpx.Call{Client: a.client, Endpoint: ep, Path: path, Body: body,
+func (a *Adapter) post(ctx context.Context, ep endpoint.Endpoint, path string, body net.Buffers) ([]byte, error) {
+	data, err := httpx.Post(ctx, httpx.Call{Client: a.client, Endpoint: ep, Path: path, Parts: body,
 		Headers: httpx.Bearer(ep.APIKey), Now: a.now, Classify: httpx.OpenAIQuota})
 	if err != nil && ctx.Err() != nil {
 		return nil, fmt.Errorf("responses: %w", ctx.Err())
