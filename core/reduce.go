@@ -55,24 +55,13 @@ func (s *State) apply(ev Event) error {
 		return fmt.Errorf("session not opened")
 	}
 	switch ev.Kind {
-	case KindSessionOpened:
-		p, err := decode[SessionOpened](ev)
-		if err != nil {
+	case KindSessionOpened, KindSessionConfigChanged, KindSessionClosed:
+		// They change only the summary's fields: one fold for both.
+		sum := s.Summary()
+		if err := sum.apply(ev); err != nil {
 			return err
 		}
-		if s.Opened {
-			return fmt.Errorf("session already opened")
-		}
-		s.Opened, s.SessionID, s.Config, s.ConfigRevision = true, p.SessionID, p.Config, 1
-	case KindSessionConfigChanged:
-		p, err := decode[SessionConfigChanged](ev)
-		if err != nil {
-			return err
-		}
-		s.Config = p.Config
-		s.ConfigRevision++
-	case KindSessionClosed:
-		s.Closed = true
+		s.SessionID, s.Opened, s.Closed, s.Config, s.ConfigRevision = sum.SessionID, sum.Opened, sum.Closed, sum.Config, sum.ConfigRevision
 	case KindContextEntriesApplied:
 		p, err := decode[ContextEntriesApplied](ev)
 		if err != nil {

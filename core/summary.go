@@ -43,8 +43,9 @@ func CheckpointSummary(data []byte) (Summary, error) {
 }
 
 // Apply folds the next event into the summary as State.Apply changes the
-// same fields: the same sequence check and the same revision check, so a
-// tail that would not apply to the state does not apply here either.
+// same fields (the state folds its session events through this one): the
+// same sequence check and the same revision check, so a tail that would
+// not apply to the state does not apply here either.
 func (s *Summary) Apply(ev Event) error {
 	if ev.Seq != s.Head+1 {
 		return &CorruptError{ev.Seq, ev.Kind, fmt.Sprintf("expected seq %d", s.Head+1)}
