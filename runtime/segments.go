@@ -122,7 +122,7 @@ func (x *Executor) putChunked(ctx context.Context, sessionID string, segs []core
 	var chunks []core.SegmentChunkRef
 	for _, chunk := range core.ChunkSegments(segs) {
 		key := chunkKey(sessionID, chunk)
-		d, ok := x.storedChunk(key, remembered)
+		d, ok := x.storedDigest(key, remembered)
 		if !ok {
 			data, err := core.EncodeSegments(chunk)
 			if err != nil {
@@ -170,7 +170,7 @@ func (x *Executor) putPage(ctx context.Context, sessionID string, chunks []core.
 		key = append(key, c.Ref[:]...)
 		key = binary.AppendUvarint(key, uint64(c.Count))
 	}
-	if d, ok := x.storedChunk(key, remembered); ok {
+	if d, ok := x.storedDigest(key, remembered); ok {
 		return d, nil
 	}
 	data, err := json.Marshal(core.SegmentIndex{Chunks: chunks})
@@ -198,9 +198,9 @@ func childRefs(refs []core.SegmentChunkRef) []content.Digest {
 	return slices.Compact(kids)
 }
 
-// storedChunk returns the digest a chunk was stored under, when x.Pieces
-// remembers it and remembered allows it.
-func (x *Executor) storedChunk(key []byte, remembered bool) (content.Digest, bool) {
+// storedDigest returns the digest a chunk or a page was stored under,
+// when x.Pieces remembers it and remembered allows it.
+func (x *Executor) storedDigest(key []byte, remembered bool) (content.Digest, bool) {
 	if !remembered {
 		return content.Digest{}, false
 	}
