@@ -6,6 +6,7 @@ import (
 	"hash"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/cairn-agents/cairn/content"
 )
@@ -53,7 +54,11 @@ func FingerprintMatches(planned string, cfg SessionConfig, entries []Entry, memo
 type FingerprintMemo struct {
 	header  []byte
 	entries []fingerprinted
-	h       hash.Cloner // after header and entries
+	// used is how much of entries' backing array some memo has claimed:
+	// the next memo appends in place only if no other did so first, so a
+	// turn costs what it adds, not a copy of the whole list.
+	used *atomic.Int64
+	h    hash.Cloner // after header and entries
 }
 
 // fingerprinted is what a memo checks to know an entry is the one it
@@ -66,16 +71,17 @@ type fingerprinted struct {
 // Fingerprint returns PlanFingerprint(cfg, entries) and the memo of this
 // request.
 func (m *FingerprintMemo) Fingerprint(cfg SessionConfig, entries []Entry) (string, *FingerprintMemo) {
-	p := m.start(cfg)
+	p := m.start(cfg, len(entries))
 	for i := range entries {
 		p.add(&entries[i])
 	}
 	return p.sum()
 }
 
-// start begins a fingerprint that takes its entries one at a time (add).
-func (m *FingerprintMemo) start(cfg SessionConfig) *memoHash {
-	return &memoHash{m: m, header: appendHeader(nil, cfg)}
+// start begins a fingerprint that takes its entries, about n of them, one
+// at a time (add).
+func (m *FingerprintMemo) start(cfg SessionConfig, n int) *memoHash {
+	return &memoHash{m: m, header: appendHeader(nil, cfg), entries: make([]*Entry, 0, n)}
 }
 
 // memoHash collects a request's entries and hashes, at sum, only those
@@ -121,17 +127,31 @@ func (p *memoHash) sum() (string, *FingerprintMemo) {
 		ph.entry(e)
 	}
 	fp := ph.sum(FingerprintPrefix)
-	// A new slice, and m.h was cloned: m never changes.
-	remembered := make([]fingerprinted, keep, len(p.entries))
-	copy(remembered, m.entries[:keep])
-	for _, e := range p.entries[keep:] {
-		remembered = append(remembered, fingerprinted{id: e.ID, digest: e.Content.Digest})
-	}
 	c, ok := ph.h.(hash.Cloner)
 	if !ok {
 		return fp, nil
 	}
-	return fp, &FingerprintMemo{header: p.header, entries: remembered, h: c}
+	next := &FingerprintMemo{header: p.header, h: c}
+	next.entries, next.used = m.extend(keep, p.entries[keep:])
+	return fp, next
+}
+
+// extend returns the memo's first keep entries followed by added, and who
+// claims its backing array. m never changes: the added entries go in place
+// only past everything any memo sharing the array holds, and m.h was cloned.
+func (m *FingerprintMemo) extend(keep int, added []*Entry) ([]fingerprinted, *atomic.Int64) {
+	out, used := m.entries[:keep], m.used
+	end := int64(keep + len(added))
+	if used == nil || end > int64(cap(out)) || !used.CompareAndSwap(int64(keep), end) {
+		grown := make([]fingerprinted, keep, max(2*int(end), 16))
+		copy(grown, out)
+		out, used = grown, new(atomic.Int64)
+		used.Store(end)
+	}
+	for _, e := range added {
+		out = append(out, fingerprinted{id: e.ID, digest: e.Content.Digest})
+	}
+	return out, used
 }
 
 // appendHeader appends the request fields before its entries.

@@ -82,7 +82,7 @@ func planBoundary(s *State, r *Run, at int64, fps **FingerprintMemo) Intent {
 	added := b.entries(inputs, SourceUser, r.ID, joins)
 	// The planned request is the context and then the added entries (user
 	// messages carry no key: they go to the tail), fingerprinted in place.
-	fp := (*fps).start(s.Config)
+	fp := (*fps).start(s.Config, s.EntryCount()+len(added))
 	s.eachInContext(fp.add)
 	for i := range added {
 		fp.add(&added[i])

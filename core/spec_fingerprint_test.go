@@ -1,6 +1,7 @@
 package core_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -166,6 +167,42 @@ func TestSpec_FingerprintMemoEqualsTheWholeHash(t *testing.T) {
 			t.Fatalf("%s: the fingerprint does not match its own request", r.name)
 		}
 		memo = next
+	}
+}
+
+// A memo extended two ways (the planner's and the executor's, or a retry)
+// gives each continuation its own entries: extending one in place never
+// changes what another holds.
+func TestSpec_FingerprintMemoBranchesStayApart(t *testing.T) {
+	cfg := testConfig("a")
+	msg := func(id string) core.Entry {
+		return core.Entry{ID: id, Kind: core.EntryMessage, Role: core.RoleUser, Content: text("text of " + id)}
+	}
+	var base []core.Entry
+	for i := range 5 {
+		base = append(base, msg(fmt.Sprintf("e%d", i)))
+	}
+	_, root := (*core.FingerprintMemo)(nil).Fingerprint(cfg, base)
+	left := append(slices.Clone(base), msg("L1"), msg("L2"))
+	right := append(slices.Clone(base), msg("R1"))
+	_, l := root.Fingerprint(cfg, left)
+	_, r := root.Fingerprint(cfg, right)
+	cases := []struct {
+		name    string
+		memo    *core.FingerprintMemo
+		entries []core.Entry
+	}{
+		// What left would remember had right's entry overwritten its own.
+		{"left, crossed", l, append(slices.Clone(base), msg("R1"), msg("L2"), msg("L3"))},
+		{"left", l, append(slices.Clone(left), msg("L3"))},
+		{"right", r, append(slices.Clone(right), msg("R2"), msg("R3"))},
+		{"root", root, append(slices.Clone(base), msg("X"))},
+	}
+	for _, c := range cases {
+		got, _ := c.memo.Fingerprint(cfg, c.entries)
+		if want := core.PlanFingerprint(cfg, c.entries); got != want {
+			t.Errorf("%s: through the memo %s, whole %s", c.name, got, want)
+		}
 	}
 }
 
