@@ -6,7 +6,6 @@ import (
 	"hash"
 	"strconv"
 	"strings"
-	"sync/atomic"
 
 	"github.com/cairn-agents/cairn/content"
 )
@@ -55,12 +54,8 @@ func FingerprintMatches(planned string, cfg SessionConfig, entries []Entry, memo
 // the memo knows an entry it hashed by its address before its content.
 type FingerprintMemo struct {
 	header  []byte
-	entries []fingerprinted
-	// used is how much of entries' backing array some memo has claimed:
-	// the next memo appends in place only if no other did so first, so a
-	// turn costs what it adds, not a copy of the whole list.
-	used *atomic.Int64
-	h    hash.Cloner // after header and entries
+	entries SharedSlice[fingerprinted] // the next memo extends it in place
+	h       hash.Cloner                // after header and entries
 }
 
 // fingerprinted is what a memo checks to know an entry is the one it
@@ -109,10 +104,10 @@ func (p *memoHash) sum() (string, *FingerprintMemo) {
 		m = &FingerprintMemo{}
 	}
 	keep, moved := 0, false
-	if m.h != nil && string(m.header) == string(p.header) && len(m.entries) <= len(p.entries) {
-		keep = len(m.entries)
-		for i := range m.entries {
-			f, e := &m.entries[i], p.entries[i]
+	if remembered := m.entries.Items(); m.h != nil && string(m.header) == string(p.header) && len(remembered) <= len(p.entries) {
+		keep = len(remembered)
+		for i := range remembered {
+			f, e := &remembered[i], p.entries[i]
 			if !f.is(e) {
 				keep = 0
 				break
@@ -144,29 +139,20 @@ func (p *memoHash) sum() (string, *FingerprintMemo) {
 	}
 	next := &FingerprintMemo{header: p.header, h: c}
 	if moved { // remember where the entries are now, so the next look is by address again
-		next.entries, next.used = (&FingerprintMemo{}).extend(0, p.entries)
+		next.entries = SharedSlice[fingerprinted]{}.Extend(0, fingerprints(p.entries)...)
 	} else {
-		next.entries, next.used = m.extend(keep, p.entries[keep:])
+		next.entries = m.entries.Extend(keep, fingerprints(p.entries[keep:])...)
 	}
 	return fp, next
 }
 
-// extend returns the memo's first keep entries followed by added, and who
-// claims its backing array. m never changes: the added entries go in place
-// only past everything any memo sharing the array holds, and m.h was cloned.
-func (m *FingerprintMemo) extend(keep int, added []*Entry) ([]fingerprinted, *atomic.Int64) {
-	out, used := m.entries[:keep], m.used
-	end := int64(keep + len(added))
-	if used == nil || end > int64(cap(out)) || !used.CompareAndSwap(int64(keep), end) {
-		grown := make([]fingerprinted, keep, max(2*int(end), 16))
-		copy(grown, out)
-		out, used = grown, new(atomic.Int64)
-		used.Store(end)
+// fingerprints are what a memo remembers of entries.
+func fingerprints(es []*Entry) []fingerprinted {
+	out := make([]fingerprinted, len(es))
+	for i, e := range es {
+		out[i] = fingerprinted{at: e, id: e.ID, digest: e.Content.Digest}
 	}
-	for _, e := range added {
-		out = append(out, fingerprinted{at: e, id: e.ID, digest: e.Content.Digest})
-	}
-	return out, used
+	return out
 }
 
 // appendHeader appends the request fields before its entries.

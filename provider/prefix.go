@@ -12,54 +12,97 @@ import "github.com/cairn-agents/cairn/core"
 // point on; any other request is lowered whole.
 
 // loweredPrefix is one request's prefix, kept for the session's next.
+// Each is the last one extended (in place when it can: core.SharedSlice),
+// so keeping it costs what the request added.
 type loweredPrefix struct {
-	ids    []string
-	pieces []*Piece
+	ids    core.SharedSlice[string]
+	pieces core.SharedSlice[*Piece]
+	// members are the pieces' bytes joined by commas, as the members of a
+	// JSON array: the next request sends them as one part, copied from
+	// one place instead of from thousands.
+	members core.SharedSlice[byte]
+	size    int64
+}
+
+// Kept is what a request takes from the last one's prefix (the zero Kept:
+// nothing).
+type Kept struct {
+	// Pieces were lowered from the request's first Entries entries.
+	// Callers must not modify them.
+	Pieces  []*Piece
+	Entries int
+	from    *loweredPrefix
+}
+
+// Members are the pieces' bytes joined by commas, as JSON array members.
+func (k Kept) Members() []byte {
+	if k.from == nil {
+		return nil
+	}
+	return k.from.members.Items()
 }
 
 // Prefix returns the pieces of the entries before the restart point that
-// the last request lowered under this scope left, and that point, when
-// entries start with that request's entries up to it; else nil and 0.
-// Callers must not modify the pieces.
-func (s *PieceScope) Prefix(entries []core.Entry) ([]*Piece, int) {
+// the last request lowered under this scope left, when entries start with
+// that request's entries up to it.
+func (s *PieceScope) Prefix(entries []core.Entry) Kept {
 	if s == nil {
-		return nil, 0
+		return Kept{}
 	}
 	v, _ := s.pieces.Get(s.prefixKey())
 	p, ok := v.(*loweredPrefix)
-	if !ok || len(p.ids) > len(entries) {
-		return nil, 0
+	if !ok || len(p.ids.Items()) > len(entries) {
+		return Kept{}
 	}
-	for i, id := range p.ids {
+	ids := p.ids.Items()
+	for i, id := range ids {
 		if entries[i].ID != id {
-			return nil, 0
+			return Kept{}
 		}
 	}
-	return p.pieces, len(p.ids)
+	return Kept{Pieces: p.pieces.Items(), Entries: len(ids), from: p}
 }
 
 // KeepPrefix keeps, for the session's next request, that lowering
 // entries[:at] gave pieces, and that lowering holds no state at entry at.
-func (s *PieceScope) KeepPrefix(entries []core.Entry, at int, pieces []*Piece) {
+// took is what this request took from the last one's prefix: pieces start
+// with its pieces.
+func (s *PieceScope) KeepPrefix(entries []core.Entry, at int, pieces []*Piece, took Kept) {
 	if s == nil || at <= 0 {
 		return
 	}
-	p := &loweredPrefix{ids: make([]string, at), pieces: append([]*Piece(nil), pieces...)}
-	size := int64(len(p.pieces)) * 8
-	for i := range at {
-		p.ids[i] = entries[i].ID
-		size += int64(len(p.ids[i])) + 16
+	last := took.from
+	if last == nil || at < took.Entries || len(pieces) < len(took.Pieces) {
+		last, took = &loweredPrefix{}, Kept{}
 	}
-	for _, pc := range p.pieces {
-		size += int64(len(pc.Raw)) // counted twice while the pieces are kept too: a bound, not a tally
+	p := &loweredPrefix{size: last.size}
+	var ids []string
+	for _, e := range entries[took.Entries:at] {
+		ids = append(ids, e.ID)
+		p.size += int64(len(e.ID)) + 16 + 8
+	}
+	added := pieces[len(took.Pieces):]
+	for _, pc := range added {
+		p.size += 2*int64(len(pc.Raw)) + 8 // members, and the pieces again: a bound, not a tally
 	}
 	// A request this large is costed by its bytes, not its entries: keeping
 	// its prefix would evict the very pieces it is built from (100 copies
-	// of a 256 KiB file are 26 MB, kept twice). Its lookups stay per entry.
-	if size > s.pieces.max/prefixShare {
+	// of a 256 KiB file are 26 MB, kept twice), and joining them would copy
+	// them each turn. Its lookups stay per entry.
+	if p.size > s.pieces.max/prefixShare {
 		return
 	}
-	s.pieces.Put(s.prefixKey(), p, size)
+	var members []byte
+	for i, pc := range added {
+		if i > 0 || len(took.Pieces) > 0 {
+			members = append(members, ',')
+		}
+		members = append(members, pc.Raw...)
+	}
+	p.ids = last.ids.Extend(took.Entries, ids...)
+	p.pieces = last.pieces.Extend(len(took.Pieces), added...)
+	p.members = last.members.Extend(len(last.members.Items()), members...)
+	s.pieces.Put(s.prefixKey(), p, p.size)
 }
 
 // prefixShare: a kept prefix holds at most this fraction of the pieces'

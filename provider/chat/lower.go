@@ -72,7 +72,7 @@ func lowerParts(ctx context.Context, blobs blob.Store, req provider.Request, opt
 	if req.Model.Model == "" {
 		return nil, nil, fmt.Errorf("chat: request has no model")
 	}
-	lowered, err := lowerMessageList(ctx, blobs, req.Entries, opts, req.Pieces.Scope(APIKind, req, opts.ReasoningField))
+	lowered, took, err := lowerMessageList(ctx, blobs, req.Entries, opts, req.Pieces.Scope(APIKind, req, opts.ReasoningField))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -87,14 +87,20 @@ func lowerParts(ctx context.Context, blobs blob.Store, req provider.Request, opt
 	for _, m := range lowered {
 		segs = append(segs, m.Segment)
 	}
-	parts := make(net.Buffers, 0, 2*len(lowered)+2)
+	// The messages the last request's kept prefix holds go as one part
+	// (provider.Kept.Members), the rest one by one.
+	kept := len(took.Pieces)
+	parts := make(net.Buffers, 0, 2*(len(lowered)-kept)+3)
 	var head bytes.Buffer
 	head.WriteString(`{"model":`)
 	rawjson.WriteString(&head, req.Model.Model)
 	head.WriteString(`,"messages":[`)
 	parts = append(parts, head.Bytes())
-	for i, m := range lowered {
-		if i > 0 {
+	if kept > 0 {
+		parts = append(parts, took.Members())
+	}
+	for i, m := range lowered[kept:] {
+		if i > 0 || kept > 0 {
 			parts = append(parts, comma)
 		}
 		parts = append(parts, m.Raw)
@@ -145,7 +151,7 @@ func writeTool(buf *bytes.Buffer, t provider.Tool) error {
 
 // lowerMessages returns the request's messages, each as exact bytes.
 func lowerMessages(ctx context.Context, blobs blob.Store, entries []core.Entry, opts LowerOptions) ([][]byte, error) {
-	lowered, err := lowerMessageList(ctx, blobs, entries, opts, nil)
+	lowered, _, err := lowerMessageList(ctx, blobs, entries, opts, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +165,7 @@ func lowerMessages(ctx context.Context, blobs blob.Store, entries []core.Entry, 
 // lowerMessageList returns the request's messages, each a piece: its bytes
 // and cache segment. A message an earlier request lowered from the same
 // entries comes from pieces, without reading their blobs.
-func lowerMessageList(ctx context.Context, blobs blob.Store, entries []core.Entry, opts LowerOptions, pieces *provider.PieceScope) ([]*provider.Piece, error) {
+func lowerMessageList(ctx context.Context, blobs blob.Store, entries []core.Entry, opts LowerOptions, pieces *provider.PieceScope) ([]*provider.Piece, provider.Kept, error) {
 	load := func(e core.Entry) ([]byte, error) {
 		data, err := blobs.Get(ctx, e.Content.Digest)
 		if err != nil {
@@ -177,17 +183,18 @@ func lowerMessageList(ctx context.Context, blobs blob.Store, entries []core.Entr
 	// A request that starts with the last one's entries takes the pieces
 	// lowered from them (provider.PieceScope.Prefix): the system message
 	// among them, as long as no instruction follows.
-	reused, from := pieces.Prefix(entries)
-	if from > 0 && slices.ContainsFunc(entries[from:], func(e core.Entry) bool { return e.Kind == core.EntryInstructions }) {
-		reused, from = nil, 0
+	took := pieces.Prefix(entries)
+	if took.Entries > 0 && slices.ContainsFunc(entries[took.Entries:], func(e core.Entry) bool { return e.Kind == core.EntryInstructions }) {
+		took = provider.Kept{}
 	}
-	out = append(out, reused...)
+	from := took.Entries
+	out = append(out, took.Pieces...)
 
 	// Instructions come first in the context; they become one system
 	// message (among the pieces taken, when the prefix was).
 	if from == 0 {
 		if err := lowerInstructions(entries, pieces, load, add); err != nil {
-			return nil, err
+			return nil, provider.Kept{}, err
 		}
 	}
 
@@ -227,11 +234,11 @@ func lowerMessageList(ctx context.Context, blobs blob.Store, entries []core.Entr
 			continue
 		case e.Kind == core.EntryReasoning:
 			if pk != ProviderKindReasoning {
-				return nil, &UnsupportedEntryError{e.ID, e.Kind, "reasoning of provider kind " + pk}
+				return nil, provider.Kept{}, &UnsupportedEntryError{e.ID, e.Kind, "reasoning of provider kind " + pk}
 			}
 			if g.phase >= phaseReasoning {
 				if err := flush(); err != nil {
-					return nil, err
+					return nil, provider.Kept{}, err
 				}
 			}
 			g.reasoning, g.phase = e, phaseReasoning
@@ -239,37 +246,37 @@ func lowerMessageList(ctx context.Context, blobs blob.Store, entries []core.Entr
 		case e.Kind == core.EntryMessage && pk == ProviderKindMessage:
 			if g.phase >= phaseMessage {
 				if err := flush(); err != nil {
-					return nil, err
+					return nil, provider.Kept{}, err
 				}
 			}
 			g.message, g.phase = e, phaseMessage
 			continue
 		case e.Kind == core.EntryToolCall:
 			if pk != ProviderKindToolCall {
-				return nil, &UnsupportedEntryError{e.ID, e.Kind, "tool call of provider kind " + pk}
+				return nil, provider.Kept{}, &UnsupportedEntryError{e.ID, e.Kind, "tool call of provider kind " + pk}
 			}
 			g.calls, g.phase = append(g.calls, *e), phaseCalls
 			continue
 		}
 
 		if err := flush(); err != nil {
-			return nil, err
+			return nil, provider.Kept{}, err
 		}
 		m, ok := pieces.Lookup(*e)
 		if !ok {
 			raw, err := lowerPlain(*e, load)
 			if err != nil {
-				return nil, err
+				return nil, provider.Kept{}, err
 			}
 			m = pieces.Keep(e.Kind, []core.Entry{*e}, raw)
 		}
 		add(m)
 	}
 	if err := flush(); err != nil {
-		return nil, err
+		return nil, provider.Kept{}, err
 	}
-	pieces.KeepPrefix(entries, restart, out[:before])
-	return out, nil
+	pieces.KeepPrefix(entries, restart, out[:before], took)
+	return out, took, nil
 }
 
 // lowerInstructions adds the system message of the request's instruction
