@@ -49,7 +49,12 @@
 //
 // and admits each command (a client's, or a finished piece of work's
 // result) with Drive.Admit, which turns the accepted proposals into the
-// next IntentAppend. Both of Cairn's hosts run this loop through one copy
+// next IntentAppend. A host may append an IntentAppend together with the
+// steps the core then takes on its own (Drive.Chain: a run accepted and its
+// first turn opened, an answer admitted and its run completed) in one
+// transaction; the drive applies them to plan each next step, so if that
+// append fails the host rebuilds the drive from the log. runtime/local does;
+// a Temporal workflow appends one step at a time, as its histories record. Both of Cairn's hosts run this loop through one copy
 // of it, runtime.Pump, runtime.Flush and runtime.AdmitAndAppend, and keep
 // only their own I/O and scheduling.
 //

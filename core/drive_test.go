@@ -128,3 +128,54 @@ func TestDrive_SameStateAndCommandGiveIdenticalProposals(t *testing.T) {
 		}
 	}
 }
+
+// A chained append carries the steps the core takes on its own after a
+// command, and the events it applies are the ones appending each step in
+// turn would commit. Until the host confirms the append, the drive admits
+// and plans nothing.
+func TestDrive_ChainIsTheStepsOneByOne(t *testing.T) {
+	steps, chained := newHarness(t, testConfig()), newHarness(t, testConfig())
+	cmd := core.StartRun{AtMs: 50, RunID: "r1", Input: input("q")}
+	for _, h := range []*harness{steps, chained} {
+		if _, err := h.d.Admit(cmd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var want []core.Event
+	for {
+		in := steps.d.Next(60)
+		if in.Kind != core.IntentAppend {
+			break
+		}
+		for i, p := range in.Proposals {
+			want = append(want, p.Committed(in.ExpectedHead+int64(i)+1))
+		}
+		if err := steps.d.Committed(want[len(want)-len(in.Proposals):]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	head := chained.state().Head
+	in, got, err := chained.d.Chain(60, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Kind != core.IntentAppend || in.ExpectedHead != head || len(in.Proposals) != len(got) || len(got) < 2 {
+		t.Fatalf("chained intent %+v with %d events", in, len(got))
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("chained events differ from the steps one by one:\n got %+v\nwant %+v", got, want)
+	}
+	if next := chained.d.Next(61); next.Kind != core.IntentIdle {
+		t.Fatalf("a drive ahead of its log planned %s", next.Kind)
+	}
+	if _, err := chained.d.Admit(core.StartRun{AtMs: 62, RunID: "r2", Input: input("q")}); !errors.Is(err, core.ErrAhead) {
+		t.Fatalf("admitting while ahead: %v", err)
+	}
+	chained.d.Appended()
+	if a, b := chained.d.Next(63), steps.d.Next(63); a.Kind != core.IntentGenerate || !reflect.DeepEqual(a, b) {
+		t.Fatalf("after the chained append %s, one by one %s", a.Kind, b.Kind)
+	}
+	if !reflect.DeepEqual(chained.state(), steps.state()) {
+		t.Fatal("the chained state is not the state of the steps one by one")
+	}
+}

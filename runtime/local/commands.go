@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/cairn-agents/cairn/core"
@@ -160,7 +161,11 @@ func (h *Host) Inspect(ctx context.Context, sessionID string, fn func(*core.Stat
 	defer h.release(s)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	fn(s.drive.State())
+	d := h.current(s)
+	if d == nil {
+		return errReloading(sessionID)
+	}
+	fn(d.State())
 	return nil
 }
 
@@ -197,7 +202,11 @@ func (h *Host) InspectLive(sessionID string, fn func(*core.State)) bool {
 	}()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	fn(s.drive.State())
+	d := h.current(s)
+	if d == nil {
+		return false // the store answers
+	}
+	fn(d.State())
 	return true
 }
 
@@ -211,5 +220,15 @@ func (h *Host) Changed(ctx context.Context, sessionID string) (int64, <-chan str
 	defer h.release(s)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.drive.State().Head, s.changed, nil
+	d := h.current(s)
+	if d == nil {
+		return 0, nil, errReloading(sessionID)
+	}
+	return d.State().Head, s.changed, nil
+}
+
+// errReloading: a session whose last append failed could not be reloaded
+// from the log either (the store is failing).
+func errReloading(sessionID string) error {
+	return fmt.Errorf("session %s: its last append failed and the log cannot be read to reload it; try again", sessionID)
 }

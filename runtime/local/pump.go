@@ -31,7 +31,7 @@ type sessionHost struct {
 
 func (h *Host) on(s *session) sessionHost { return sessionHost{h: h, s: s} }
 
-func (x sessionHost) Drive() *core.Drive               { return x.s.drive }
+func (x sessionHost) Drive() *core.Drive               { x.h.current(x.s); return x.s.drive }
 func (x sessionHost) NowMs() int64                     { return x.h.nowMs() }
 func (x sessionHost) Append(in core.Intent) error      { return x.h.commit(x.s, in) }
 func (x sessionHost) Generate(w core.GenerateWork)     { x.h.dispatchGenerate(x.s, w) }

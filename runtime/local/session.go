@@ -2,13 +2,12 @@ package local
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/runtime"
-	"github.com/cairn-agents/cairn/store"
 )
 
 // session is a loaded session: its drive, its in-flight work and a channel
@@ -140,25 +139,28 @@ func (h *Host) load(ctx context.Context, id string) (*core.State, runtime.LoadRe
 	return runtime.LoadStateReport(ctx, h.opt.Log, h.opt.Checkpoints, h.opt.Blobs, id, h.opt.Logger)
 }
 
-// commit appends one intent's proposals and applies what the store committed.
-// On failure the proposals are abandoned; a head conflict reloads the state.
+// chainSteps bounds how many of the core's steps one append carries.
+const chainSteps = 16
+
+// commit appends an intent's proposals together with the steps the core
+// takes on its own after them (core.Drive.Chain), in one transaction: a
+// turn commits two appends instead of four. The drive has applied them
+// already; if the append fails, or the store committed other events, the
+// drive is rebuilt from the log.
 func (h *Host) commit(s *session, in core.Intent) error {
-	events, err := h.opt.Log.Append(h.ctx, s.id, in.ExpectedHead, in.Proposals)
-	if err != nil {
-		s.drive.Abandon()
-		if errors.Is(err, store.ErrHeadConflict) {
-			if st, rep, rerr := h.load(h.ctx, s.id); rerr == nil {
-				s.drive = core.NewDrive(st)
-				if rep.CheckpointSeq > s.checkpointed.Seq {
-					s.checkpointed = runtime.CheckpointMark{Seq: rep.CheckpointSeq}
-				}
-			}
+	chained, want, err := s.drive.Chain(h.nowMs(), chainSteps)
+	if err == nil {
+		var events []core.Event
+		events, err = h.opt.Log.Append(h.ctx, s.id, chained.ExpectedHead, chained.Proposals)
+		if err == nil && !sameCommit(events, want) {
+			err = fmt.Errorf("session %s: the store committed other events than the ones appended", s.id)
 		}
+	}
+	if err != nil {
+		h.rebuild(s)
 		return err
 	}
-	if err := s.drive.Committed(events); err != nil {
-		return err // the log is authoritative; a reducer error is a bug worth surfacing
-	}
+	s.drive.Appended()
 	close(s.changed)
 	s.changed = make(chan struct{})
 	h.mu.Lock()
@@ -167,6 +169,50 @@ func (h *Host) commit(s *session, in core.Intent) error {
 	s.inflight.CancelStale(s.drive.State())
 	h.checkpoint(s)
 	return nil
+}
+
+// sameCommit reports whether the store committed the events a chained
+// append applied: the same seqs and times, in order.
+func sameCommit(got, want []core.Event) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for i := range got {
+		if got[i].Seq != want[i].Seq || got[i].ObservedAtMs != want[i].ObservedAtMs || got[i].Kind != want[i].Kind {
+			return false
+		}
+	}
+	return true
+}
+
+// rebuild replaces the session's drive with one loaded from the log, after
+// an append failed or the log moved under it. If the log cannot be read
+// either, the drive stays as it is: one still ahead of the log admits and
+// plans nothing, and the next use (current) tries again.
+// The caller holds s.mu.
+func (h *Host) rebuild(s *session) {
+	s.drive.Abandon()
+	st, rep, err := h.load(h.ctx, s.id)
+	if err != nil {
+		return
+	}
+	s.drive = core.NewDrive(st)
+	if rep.CheckpointSeq > s.checkpointed.Seq {
+		s.checkpointed = runtime.CheckpointMark{Seq: rep.CheckpointSeq}
+	}
+}
+
+// current returns the session's drive, first rebuilding it from the log if
+// a chained append left it ahead (rebuild); nil if it is still ahead.
+// The caller holds s.mu.
+func (h *Host) current(s *session) *core.Drive {
+	if s.drive.Ahead() {
+		h.rebuild(s)
+		if s.drive.Ahead() {
+			return nil
+		}
+	}
+	return s.drive
 }
 
 // checkpoint writes a checkpoint of the session when the policy says one is
