@@ -413,14 +413,13 @@ func (s call) readEvents(ctx context.Context, p EventsReadParams) (EventsReadRes
 		limit = defaultEventLimit
 	}
 	limit = min(limit, maxEventLimit)
-	// The head from the log; a host's change watch (which may cost
-	// background work) only for a long-poll that has to wait.
-	life, err := s.host.Log().Session(ctx, p.SessionID)
+	evs, err := s.host.Log().ReadAfter(ctx, p.SessionID, p.After, limit)
 	if err != nil {
 		return EventsReadResult{}, err
 	}
-	head := life.Head
-	if head <= p.After && p.WaitMs > 0 {
+	// A host's change watch (which may cost background work) only for a
+	// long-poll that has to wait.
+	if len(evs) == 0 && p.WaitMs > 0 {
 		wctx, cancel := context.WithTimeout(ctx, min(time.Duration(p.WaitMs)*time.Millisecond, maxWait))
 		defer cancel()
 		now, changed, err := s.host.Changed(wctx, p.SessionID)
@@ -436,16 +435,19 @@ func (s call) readEvents(ctx context.Context, p EventsReadParams) (EventsReadRes
 		if ctx.Err() != nil {
 			return EventsReadResult{}, ctx.Err()
 		}
-		// Report the head as of now: a page cut by limit must not hide
-		// events committed while this call waited.
-		if life, err = s.host.Log().Session(ctx, p.SessionID); err != nil {
+		if evs, err = s.host.Log().ReadAfter(ctx, p.SessionID, p.After, limit); err != nil {
+			return EventsReadResult{}, err
+		}
+	}
+	// A page shorter than limit ends at the head; otherwise (or when it is
+	// empty, or the session unknown) the log says where the head is.
+	var head int64
+	if len(evs) == 0 || len(evs) == limit {
+		life, err := s.host.Log().Session(ctx, p.SessionID)
+		if err != nil {
 			return EventsReadResult{}, err
 		}
 		head = life.Head
-	}
-	evs, err := s.host.Log().ReadAfter(ctx, p.SessionID, p.After, limit)
-	if err != nil {
-		return EventsReadResult{}, err
 	}
 	out := EventsReadResult{Events: make([]EventView, len(evs)), Head: head}
 	for i, ev := range evs {
