@@ -169,6 +169,7 @@ func runScenario(b *testing.B, sc scenario) scenarioResult {
 			b.Fatal(err)
 		}
 		marks := map[int]float64{}
+		var turnsCPU time.Duration // over every turn, without the reads between
 		var head int64
 		var readsEarly [2]float64
 		before := serverCPU(b, srv)
@@ -182,6 +183,7 @@ func runScenario(b *testing.B, sc scenario) scenarioResult {
 			// (the /proc clock ticks every 10 ms).
 			if turn%10 == 0 {
 				now := serverCPU(b, srv)
+				turnsCPU += now - before
 				if t := turn; t == 10 || t == 100 || t == 1000 || t == 10000 {
 					marks[t] = (now - before).Seconds() * 1000 / 10
 				}
@@ -199,6 +201,7 @@ func runScenario(b *testing.B, sc scenario) scenarioResult {
 				b.ReportMetric(v, fmt.Sprintf("cpu-ms/turn@%d", t))
 			}
 		}
+		b.ReportMetric(turnsCPU.Seconds()*1000/float64(sc.turns/10*10), "cpu-ms/turn-mean")
 		res.stored = dirBytes(b, data)
 		// A cold read: the first session/read after a restart, which loads
 		// the session from its checkpoint and the tail after it.
