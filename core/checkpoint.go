@@ -175,6 +175,7 @@ func (cp checkpoint) state() (*State, error) {
 	if len(s.entries) == 0 {
 		s.entries = nil
 	}
+	s.countInstructions()
 	for _, e := range s.entries {
 		if _, dup := s.entryIDs[e.ID]; dup || e.ID == "" {
 			return nil, &CheckpointError{"duplicate or empty entry id " + e.ID}

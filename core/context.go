@@ -38,12 +38,24 @@ func (s *State) inRequestOrder() bool {
 		}
 		n++
 	}
-	for _, e := range s.entries[n:] {
-		if e.Kind == EntryInstructions {
-			return false
+	return n == s.instructions // none after the leading ones
+}
+
+// countInstructions recounts s.instructions after entries were rebuilt.
+func (s *State) countInstructions() {
+	s.instructions = 0
+	for i := range s.entries {
+		if s.entries[i].Kind == EntryInstructions {
+			s.instructions++
 		}
 	}
-	return true
+}
+
+func isInstructions(e Entry) int {
+	if e.Kind == EntryInstructions {
+		return 1
+	}
+	return 0
 }
 
 // copyOnWrite gives the state its own copy of its entries before one is
@@ -121,11 +133,13 @@ func (s *State) applyEntries(entries []Entry) error {
 			if i := s.indexOfKey(e.Key); i >= 0 {
 				delete(s.entryIDs, s.entries[i].ID)
 				s.copyOnWrite()
+				s.instructions += isInstructions(e) - isInstructions(s.entries[i])
 				s.entries[i] = e
 				continue
 			}
 		}
 		s.entries = append(s.entries, e)
+		s.instructions += isInstructions(e)
 		if e.Kind == EntryCatalog && e.Key != "" {
 			s.trimSuperseded(e.Key)
 		}
@@ -182,6 +196,7 @@ func (s *State) keepEntries(keep func(i int, e Entry) bool) {
 		}
 	}
 	s.entries = kept
+	s.countInstructions()
 }
 
 func contains(list []string, v string) bool {

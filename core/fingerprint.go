@@ -85,7 +85,7 @@ func (m *FingerprintMemo) Fingerprint(cfg SessionConfig, entries []Entry) (strin
 // start begins a fingerprint that takes its entries, about n of them, one
 // at a time (add).
 func (m *FingerprintMemo) start(cfg SessionConfig, n int) *memoHash {
-	return &memoHash{m: m, header: appendHeader(nil, cfg), entries: make([]*Entry, 0, n)}
+	return &memoHash{m: m, header: appendHeader(nil, cfg), entries: make([]*Entry, 0, n), remember: -1}
 }
 
 // memoHash collects a request's entries and hashes, at sum, only those
@@ -94,6 +94,10 @@ type memoHash struct {
 	m       *FingerprintMemo
 	header  []byte
 	entries []*Entry
+	// remember is how many of the entries the next memo remembers (all
+	// when negative): the planner's last entries are proposals, which the
+	// state then holds at other addresses.
+	remember int
 }
 
 func (p *memoHash) add(e *Entry) { p.entries = append(p.entries, e) }
@@ -129,21 +133,31 @@ func (p *memoHash) sum() (string, *FingerprintMemo) {
 		ph.h.Write(p.header)
 	}
 	copy(ph.digest[:], content.DigestPrefix)
-	for _, e := range p.entries[keep:] {
+	upTo := len(p.entries) // the entries the next memo remembers
+	if p.remember >= keep && p.remember < upTo {
+		upTo = p.remember
+	}
+	for _, e := range p.entries[keep:upTo] {
 		ph.entry(e)
 	}
-	fp := ph.sum(FingerprintPrefix)
-	c, ok := ph.h.(hash.Cloner)
-	if !ok {
-		return fp, nil
+	var next *FingerprintMemo
+	if c, ok := ph.h.(hash.Cloner); ok {
+		if upTo < len(p.entries) {
+			c, _ = c.Clone() // SHA-256 clones without error; a nil memo remembers nothing
+		}
+		if c != nil {
+			next = &FingerprintMemo{header: p.header, h: c}
+			if moved { // remember where the entries are now, so the next look is by address again
+				next.entries = SharedSlice[fingerprinted]{}.Extend(0, fingerprints(p.entries[:upTo])...)
+			} else {
+				next.entries = m.entries.Extend(keep, fingerprints(p.entries[keep:upTo])...)
+			}
+		}
 	}
-	next := &FingerprintMemo{header: p.header, h: c}
-	if moved { // remember where the entries are now, so the next look is by address again
-		next.entries = SharedSlice[fingerprinted]{}.Extend(0, fingerprints(p.entries)...)
-	} else {
-		next.entries = m.entries.Extend(keep, fingerprints(p.entries[keep:])...)
+	for _, e := range p.entries[upTo:] {
+		ph.entry(e)
 	}
-	return fp, next
+	return ph.sum(FingerprintPrefix), next
 }
 
 // fingerprints are what a memo remembers of entries.

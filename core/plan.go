@@ -84,6 +84,7 @@ func planBoundary(s *State, r *Run, at int64, fps **FingerprintMemo) Intent {
 	// messages carry no key: they go to the tail), fingerprinted in place.
 	fp := (*fps).start(s.Config, s.EntryCount()+len(added))
 	s.eachInContext(fp.add)
+	fp.remember = len(fp.entries)
 	for i := range added {
 		fp.add(&added[i])
 	}

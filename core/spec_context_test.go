@@ -280,3 +280,52 @@ func TestSpec_AHandedOutContextNeverChanges(t *testing.T) {
 		t.Fatalf("the state did not move on: %d entries then, %d now", len(kept), len(now))
 	}
 }
+
+// The request order (instructions first, by key) holds whatever moved the
+// entries: an instruction added after messages, one replaced under its
+// key, removals, and a state restored from its checkpoint.
+func TestSpec_RequestOrderSurvivesEveryChange(t *testing.T) {
+	h := newHarness(t, testConfig())
+	check := func(step string) {
+		t.Helper()
+		ctx := h.state().Context()
+		seenOther := false
+		for i, e := range ctx {
+			if e.Kind != core.EntryInstructions {
+				seenOther = true
+				continue
+			}
+			if seenOther || (i > 0 && ctx[i-1].Kind == core.EntryInstructions && ctx[i-1].Key > e.Key) {
+				t.Fatalf("%s: entry %d (%s) out of request order", step, i, e.Key)
+			}
+		}
+		data, err := core.EncodeCheckpoint(h.state())
+		if err != nil {
+			t.Fatal(err)
+		}
+		restored, err := core.DecodeCheckpoint(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := restored.Context(); !reflect.DeepEqual(got, ctx) {
+			t.Fatalf("%s: the restored state's context differs:\n got %v\nwant %v", step, got, ctx)
+		}
+	}
+	add := func(es ...core.EntryInput) {
+		h.mustAdmit(core.AppendContext{AtMs: h.tick(), Entries: es})
+	}
+	h.mustAdmit(core.RemoveContext{AtMs: h.tick(), Keys: []string{"instructions.main"}})
+	add(entryText(core.EntryMessage, "", "hello"))
+	check("a message, no instructions")
+	add(entryText(core.EntryInstructions, "instructions.b", "b"))
+	check("an instruction after it")
+	add(entryText(core.EntryInstructions, "instructions.a", "a"))
+	check("another instruction")
+	add(entryText(core.EntryInstructions, "instructions.a", "a, again"))
+	check("an instruction replaced under its key")
+	h.mustAdmit(core.RemoveContext{AtMs: h.tick(), Keys: []string{"instructions.a"}})
+	check("the replacement removed")
+	add(entryText(core.EntryInstructions, "instructions.c", "c"))
+	h.mustAdmit(core.RemoveContext{AtMs: h.tick(), Keys: []string{"instructions.b"}})
+	check("the first instruction removed")
+}

@@ -17,9 +17,12 @@ type State struct {
 	// Revision is the active context revision; every context event bumps it.
 	Revision int64
 	// entries are in recorded order; Context() puts instructions first.
-	entries   []Entry
-	entryIDs  map[string]struct{} // ids of entries, for duplicate checks
-	nextEntry int64
+	entries  []Entry
+	entryIDs map[string]struct{} // ids of entries, for duplicate checks
+	// instructions counts the instruction entries in entries, so whether
+	// they are in request order is known without reading every entry.
+	instructions int
+	nextEntry    int64
 
 	runs        map[string]*Run
 	runOrder    []string
