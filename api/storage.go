@@ -45,8 +45,8 @@ type StorageReportParams struct {
 // whole catalog and is present only on a listing (without sessionId): it
 // reads every catalog row of the universe once. Each session is
 // {sessionId, roots, logicalBytes, sharedRoots, sharedBytes, checkpoints,
-// checkpointBytes} (see store.SessionUsage); cursor is after for the next
-// page, absent on the last.
+// checkpointBytes, events, eventBytes} (see store.SessionUsage); cursor is
+// after for the next page, absent on the last.
 type StorageReportResult struct {
 	Universe *store.UniverseUsage `json:"universe,omitempty"`
 	Sessions []store.SessionUsage `json:"sessions"`

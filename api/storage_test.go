@@ -97,7 +97,7 @@ func TestStorageReportWireShape(t *testing.T) {
 	if string(got["sessions"]) != "[]" || got["universe"] == nil || got["cursor"] != nil {
 		t.Fatalf("empty report = %s", raw)
 	}
-	for _, key := range []string{"blobs", "physicalBytes", "inlineBytes", "objectBytes", "sessions", "roots", "logicalBytes"} {
+	for _, key := range []string{"blobs", "physicalBytes", "inlineBytes", "objectBytes", "sessions", "roots", "logicalBytes", "events", "eventBytes"} {
 		if !strings.Contains(string(got["universe"]), `"`+key+`":`) {
 			t.Fatalf("universe %s lacks %s", got["universe"], key)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cairn-agents/cairn/blob"
 	"github.com/cairn-agents/cairn/content"
+	"github.com/cairn-agents/cairn/core"
 )
 
 var _ StorageReporter = (*Memory)(nil)
@@ -57,7 +58,23 @@ func (m *Memory) UniverseUsage(ctx context.Context) (UniverseUsage, error) {
 			u.CheckpointBytes += entries[d].Size
 		}
 	}
+	for _, s := range m.sessions {
+		n, bytes := eventUsage(s.events)
+		u.Events += n
+		u.EventBytes += bytes
+	}
 	return u, nil
+}
+
+// eventUsage counts events and the bytes of their payloads and joins.
+func eventUsage(evs []core.Event) (n, bytes int64) {
+	for _, ev := range evs {
+		bytes += int64(len(ev.Payload))
+		for _, j := range ev.Joins {
+			bytes += int64(len(j))
+		}
+	}
+	return int64(len(evs)), bytes
 }
 
 // SessionUsage implements StorageReporter.
@@ -127,6 +144,7 @@ func (m *Memory) sessionUsageLocked(id string, entries map[content.Digest]blob.M
 		u.Checkpoints++
 		u.CheckpointBytes += entries[d].Size
 	}
+	u.Events, u.EventBytes = eventUsage(m.sessions[id].events)
 	return u
 }
 

@@ -20,7 +20,8 @@ import (
 // only the refs of its own events: its inherited prefix stays counted under
 // the session it was forked from.
 type StorageReporter interface {
-	// UniverseUsage totals the universe's catalog, roots and checkpoints.
+	// UniverseUsage totals the universe's catalog, roots, checkpoints and
+	// events.
 	// It aggregates over every catalog row of the universe once (sizes and
 	// storage kind only, never bodies).
 	UniverseUsage(ctx context.Context) (UniverseUsage, error)
@@ -56,6 +57,10 @@ type UniverseUsage struct {
 	// Reducer checkpoints and the sizes of their blobs.
 	Checkpoints     int64 `json:"checkpoints"`
 	CheckpointBytes int64 `json:"checkpointBytes"`
+	// Events in the universe's logs and the bytes the store keeps them in
+	// (compressed where the store compresses them).
+	Events     int64 `json:"events"`
+	EventBytes int64 `json:"eventBytes"`
 }
 
 // SessionUsage is one session's share of the catalog.
@@ -74,6 +79,10 @@ type SessionUsage struct {
 	// The session's reducer checkpoints and the sizes of their blobs.
 	Checkpoints     int64 `json:"checkpoints"`
 	CheckpointBytes int64 `json:"checkpointBytes"`
+	// The session's own events (a fork's inherited prefix counts under
+	// the session it was forked from) and the bytes the store keeps them in.
+	Events     int64 `json:"events"`
+	EventBytes int64 `json:"eventBytes"`
 }
 
 // BlobHolders is a blob's catalog row and the durable holders that keep it

@@ -121,6 +121,7 @@ func printStorageReport(w io.Writer, r api.StorageReportResult) error {
 			{"logical", fmt.Sprintf("%s in %d references from %d sessions", storageSize(u.LogicalBytes), u.Roots, u.Sessions)},
 			{"logical/physical", ratio},
 			{"checkpoints", fmt.Sprintf("%d (%s)", u.Checkpoints, storageSize(u.CheckpointBytes))},
+			{"events", fmt.Sprintf("%d (%s)", u.Events, storageSize(u.EventBytes))},
 		}
 		if err := printStorageFacts(w, "UNIVERSE", rows); err != nil {
 			return err
@@ -135,7 +136,7 @@ func printStorageReport(w io.Writer, r api.StorageReportResult) error {
 	for _, s := range r.Sessions {
 		rows = append(rows, storageSessionRow(s))
 	}
-	if err := printStorageColumns(w, []string{"SESSION", "ROOTS", "LOGICAL", "SHARED", "OWN", "CHECKPOINTS"}, rows); err != nil {
+	if err := printStorageColumns(w, []string{"SESSION", "ROOTS", "LOGICAL", "SHARED", "OWN", "CHECKPOINTS", "EVENTS"}, rows); err != nil {
 		return err
 	}
 	if r.Cursor != "" {
@@ -153,6 +154,7 @@ func storageSessionRow(s store.SessionUsage) []string {
 		storageSize(s.SharedBytes),
 		storageSize(s.LogicalBytes - s.SharedBytes),
 		fmt.Sprintf("%d (%s)", s.Checkpoints, storageSize(s.CheckpointBytes)),
+		fmt.Sprintf("%d (%s)", s.Events, storageSize(s.EventBytes)),
 	}
 }
 

@@ -40,8 +40,9 @@ func TestStorageReportAndHoldersCommands(t *testing.T) {
 		`(?m)^UNIVERSE$`,
 		`(?m)^  blobs +\d+ \(inline \d+, object 0\)$`,
 		`(?m)^  logical +[\d.]+ [KMG]?i?B in \d+ references from 3 sessions$`,
-		`(?m)^SESSION +ROOTS +LOGICAL +SHARED +OWN +CHECKPOINTS$`,
-		`(?m)^s-a +\d+ +\d+ B +\d+ B +\d+ B +\d+ \(\d+ B\)$`,
+		`(?m)^  events +[1-9]\d* \([1-9][\d.]* [KMG]?i?B\)$`,
+		`(?m)^SESSION +ROOTS +LOGICAL +SHARED +OWN +CHECKPOINTS +EVENTS$`,
+		`(?m)^s-a +\d+ +\d+ B +\d+ B +\d+ B +\d+ \(\d+ B\) +[1-9]\d* \([1-9][\d.]* [KMG]?i?B\)$`,
 		`(?m)^s-c +`,
 	} {
 		if !regexp.MustCompile(want).MatchString(out) {

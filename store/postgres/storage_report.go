@@ -19,7 +19,7 @@ var _ store.StorageReporter = (*Store)(nil)
 // root and checkpoint a catalog row, so the joins drop nothing.
 func (s *Store) UniverseUsage(ctx context.Context) (store.UniverseUsage, error) {
 	var u store.UniverseUsage
-	err := s.pool.QueryRow(ctx, `SELECT b.n, b.bytes, b.objects, b.object_bytes, ss.n, r.n, r.bytes, c.n, c.bytes
+	err := s.pool.QueryRow(ctx, `SELECT b.n, b.bytes, b.objects, b.object_bytes, ss.n, r.n, r.bytes, c.n, c.bytes, e.n, e.bytes
 		FROM (SELECT count(*) AS n, coalesce(sum(size), 0)::bigint AS bytes, count(object_key) AS objects,
 				coalesce(sum(size) FILTER (WHERE object_key IS NOT NULL), 0)::bigint AS object_bytes
 			FROM blobs WHERE universe = $1) AS b,
@@ -29,8 +29,10 @@ func (s *Store) UniverseUsage(ctx context.Context) (store.UniverseUsage, error) 
 			WHERE rr.universe = $1) AS r,
 		(SELECT count(*) AS n, coalesce(sum(bb.size), 0)::bigint AS bytes FROM checkpoints AS cc
 			JOIN blobs AS bb ON bb.universe = cc.universe AND bb.digest = cc.digest
-			WHERE cc.universe = $1) AS c`, s.universe).
-		Scan(&u.Blobs, &u.PhysicalBytes, &u.ObjectBlobs, &u.ObjectBytes, &u.Sessions, &u.Roots, &u.LogicalBytes, &u.Checkpoints, &u.CheckpointBytes)
+			WHERE cc.universe = $1) AS c,
+		(SELECT count(*) AS n, coalesce(sum(`+eventBytesSQL+`), 0)::bigint AS bytes FROM events AS ev WHERE ev.universe = $1) AS e`, s.universe).
+		Scan(&u.Blobs, &u.PhysicalBytes, &u.ObjectBlobs, &u.ObjectBytes, &u.Sessions, &u.Roots, &u.LogicalBytes, &u.Checkpoints, &u.CheckpointBytes,
+			&u.Events, &u.EventBytes)
 	if err != nil {
 		return store.UniverseUsage{}, fmt.Errorf("postgres: universe usage: %w", err)
 	}
@@ -38,13 +40,16 @@ func (s *Store) UniverseUsage(ctx context.Context) (store.UniverseUsage, error) 
 	return u, nil
 }
 
+// eventBytesSQL is the bytes an events row (ev) keeps its event in.
+const eventBytesSQL = `octet_length(ev.payload) + coalesce(octet_length(array_to_string(ev.joins, '')), 0)`
+
 // sessionUsageSQL totals, for each session the page subquery selects, its
 // roots (read through the primary key (universe, session_id, digest), each
 // probed through session_roots_digest for another session rooting the same
 // blob) and its checkpoints (through their primary key). The cost follows
 // the page's roots, not the universe's. OFFSET 0 keeps the planner from
 // inlining x, which would evaluate the EXISTS once per use of shared.
-const sessionUsageSQL = `SELECT p.session_id, r.n, r.bytes, r.shared_n, r.shared_bytes, c.n, c.bytes
+const sessionUsageSQL = `SELECT p.session_id, r.n, r.bytes, r.shared_n, r.shared_bytes, c.n, c.bytes, e.n, e.bytes
 	FROM (%s) AS p
 	CROSS JOIN LATERAL (
 		SELECT count(*) AS n, coalesce(sum(x.size), 0)::bigint AS bytes,
@@ -61,6 +66,10 @@ const sessionUsageSQL = `SELECT p.session_id, r.n, r.bytes, r.shared_n, r.shared
 		FROM checkpoints AS cc
 		JOIN blobs AS b ON b.universe = cc.universe AND b.digest = cc.digest
 		WHERE cc.universe = $1 AND cc.session_id = p.session_id) AS c
+	CROSS JOIN LATERAL (
+		SELECT count(*) AS n, coalesce(sum(` + eventBytesSQL + `), 0)::bigint AS bytes
+		FROM events AS ev
+		WHERE ev.universe = $1 AND ev.session_id = p.session_id) AS e
 	ORDER BY p.session_id`
 
 // SessionUsage implements store.StorageReporter.
@@ -95,7 +104,7 @@ func (s *Store) sessionUsage(ctx context.Context, query string, args ...any) ([]
 	}
 	var out []store.SessionUsage
 	var u store.SessionUsage
-	_, err = pgx.ForEachRow(rows, []any{&u.SessionID, &u.Roots, &u.LogicalBytes, &u.SharedRoots, &u.SharedBytes, &u.Checkpoints, &u.CheckpointBytes}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&u.SessionID, &u.Roots, &u.LogicalBytes, &u.SharedRoots, &u.SharedBytes, &u.Checkpoints, &u.CheckpointBytes, &u.Events, &u.EventBytes}, func() error {
 		out = append(out, u)
 		return nil
 	})

@@ -18,7 +18,7 @@ var _ store.StorageReporter = (*Store)(nil)
 // totals describe one snapshot of the file.
 func (s *Store) UniverseUsage(ctx context.Context) (store.UniverseUsage, error) {
 	var u store.UniverseUsage
-	err := s.reads.QueryRowContext(ctx, `SELECT b.n, b.bytes, b.objects, b.object_bytes, ss.n, r.n, r.bytes, c.n, c.bytes
+	err := s.reads.QueryRowContext(ctx, `SELECT b.n, b.bytes, b.objects, b.object_bytes, ss.n, r.n, r.bytes, c.n, c.bytes, e.n, e.bytes
 		FROM (SELECT count(*) AS n, coalesce(sum(size), 0) AS bytes, count(object_key) AS objects,
 				coalesce(sum(CASE WHEN object_key IS NOT NULL THEN size ELSE 0 END), 0) AS object_bytes
 			FROM blobs WHERE universe = ?1) AS b,
@@ -28,8 +28,10 @@ func (s *Store) UniverseUsage(ctx context.Context) (store.UniverseUsage, error) 
 			WHERE rr.universe = ?1) AS r,
 		(SELECT count(*) AS n, coalesce(sum(bb.size), 0) AS bytes FROM checkpoints AS cc
 			LEFT JOIN blobs AS bb ON bb.universe = cc.universe AND bb.digest = cc.digest
-			WHERE cc.universe = ?1) AS c`, s.universe).
-		Scan(&u.Blobs, &u.PhysicalBytes, &u.ObjectBlobs, &u.ObjectBytes, &u.Sessions, &u.Roots, &u.LogicalBytes, &u.Checkpoints, &u.CheckpointBytes)
+			WHERE cc.universe = ?1) AS c,
+		(SELECT count(*) AS n, coalesce(sum(`+eventBytesSQL+`), 0) AS bytes FROM events AS ev WHERE ev.universe = ?1) AS e`, s.universe).
+		Scan(&u.Blobs, &u.PhysicalBytes, &u.ObjectBlobs, &u.ObjectBytes, &u.Sessions, &u.Roots, &u.LogicalBytes, &u.Checkpoints, &u.CheckpointBytes,
+			&u.Events, &u.EventBytes)
 	if err != nil {
 		return store.UniverseUsage{}, fmt.Errorf("sqlite: universe usage: %w", err)
 	}
@@ -37,7 +39,10 @@ func (s *Store) UniverseUsage(ctx context.Context) (store.UniverseUsage, error) 
 	return u, nil
 }
 
-// sessionUsageSQL totals the roots and checkpoints of the sessions the page
+// eventBytesSQL is the bytes an events row (ev) keeps its event in.
+const eventBytesSQL = `length(ev.payload) + coalesce(length(ev.joins), 0)`
+
+// sessionUsageSQL totals the roots, checkpoints and events of the sessions the page
 // CTE selects. CROSS JOIN fixes the page as the outer loop (SQLite's
 // planner, without statistics, could otherwise scan every root of the
 // universe), so each session's roots are read through the primary key
@@ -61,12 +66,18 @@ const sessionUsageSQL = `WITH page AS (%s),
 		FROM page AS p
 		CROSS JOIN checkpoints AS c ON c.universe = ?1 AND c.session_id = p.session_id
 		LEFT JOIN blobs AS b ON b.universe = c.universe AND b.digest = c.digest
-		GROUP BY c.session_id)
+		GROUP BY c.session_id),
+	evs AS (
+		SELECT ev.session_id, count(*) AS n, sum(` + eventBytesSQL + `) AS bytes
+		FROM page AS p
+		CROSS JOIN events AS ev ON ev.universe = ?1 AND ev.session_id = p.session_id
+		GROUP BY ev.session_id)
 	SELECT p.session_id, coalesce(roots.n, 0), coalesce(roots.bytes, 0), coalesce(roots.shared_n, 0),
-		coalesce(roots.shared_bytes, 0), coalesce(cps.n, 0), coalesce(cps.bytes, 0)
+		coalesce(roots.shared_bytes, 0), coalesce(cps.n, 0), coalesce(cps.bytes, 0), coalesce(evs.n, 0), coalesce(evs.bytes, 0)
 	FROM page AS p
 	LEFT JOIN roots ON roots.session_id = p.session_id
 	LEFT JOIN cps ON cps.session_id = p.session_id
+	LEFT JOIN evs ON evs.session_id = p.session_id
 	ORDER BY p.session_id`
 
 // SessionUsage implements store.StorageReporter.
@@ -101,7 +112,7 @@ func (s *Store) sessionUsage(ctx context.Context, query string, args ...any) ([]
 	var out []store.SessionUsage
 	for rows.Next() {
 		var u store.SessionUsage
-		if err := rows.Scan(&u.SessionID, &u.Roots, &u.LogicalBytes, &u.SharedRoots, &u.SharedBytes, &u.Checkpoints, &u.CheckpointBytes); err != nil {
+		if err := rows.Scan(&u.SessionID, &u.Roots, &u.LogicalBytes, &u.SharedRoots, &u.SharedBytes, &u.Checkpoints, &u.CheckpointBytes, &u.Events, &u.EventBytes); err != nil {
 			return nil, fmt.Errorf("sqlite: session usage: %w", err)
 		}
 		out = append(out, u)

@@ -66,11 +66,17 @@ func (f *fixture) universeUsage() store.UniverseUsage {
 	return u
 }
 
+// sessionUsage and sessionUsageOf check that a session with events keeps
+// them in some bytes and one without in none, and then clear EventBytes:
+// how many bytes is the backend's business (SQLite compresses events).
 func (f *fixture) sessionUsage(after string, limit int) []store.SessionUsage {
 	f.t.Helper()
 	list, err := f.reporter().SessionUsage(f.ctx, after, limit)
 	if err != nil {
 		f.t.Fatalf("SessionUsage(%q, %d): %v", after, limit, err)
+	}
+	for i := range list {
+		list[i] = f.eventBytesChecked(list[i])
 	}
 	return list
 }
@@ -81,6 +87,15 @@ func (f *fixture) sessionUsageOf(id string) store.SessionUsage {
 	if err != nil {
 		f.t.Fatalf("SessionUsageOf(%s): %v", id, err)
 	}
+	return f.eventBytesChecked(u)
+}
+
+func (f *fixture) eventBytesChecked(u store.SessionUsage) store.SessionUsage {
+	f.t.Helper()
+	if (u.Events > 0) != (u.EventBytes > 0) {
+		f.t.Fatalf("session %s: %d events in %d bytes", u.SessionID, u.Events, u.EventBytes)
+	}
+	u.EventBytes = 0
 	return u
 }
 
@@ -140,9 +155,9 @@ func (f *fixture) reportSetup() reportFixture {
 func (r reportFixture) wantSessions() []store.SessionUsage {
 	return []store.SessionUsage{
 		{SessionID: "s1", Roots: 2, LogicalBytes: r.sizes[r.a] + r.sizes[r.b], SharedRoots: 1, SharedBytes: r.sizes[r.b],
-			Checkpoints: 1, CheckpointBytes: r.sizes[r.cp]},
-		{SessionID: "s2", Roots: 2, LogicalBytes: r.sizes[r.b] + r.sizes[r.big], SharedRoots: 1, SharedBytes: r.sizes[r.b]},
-		{SessionID: "s3"},
+			Checkpoints: 1, CheckpointBytes: r.sizes[r.cp], Events: 3},
+		{SessionID: "s2", Roots: 2, LogicalBytes: r.sizes[r.b] + r.sizes[r.big], SharedRoots: 1, SharedBytes: r.sizes[r.b], Events: 2},
+		{SessionID: "s3", Events: 1},
 	}
 }
 
@@ -156,13 +171,26 @@ func testReportTotals(f *fixture) {
 		Blobs: 5, PhysicalBytes: physical,
 		InlineBlobs: 4, InlineBytes: physical - r.sizes[r.big], ObjectBlobs: 1, ObjectBytes: r.sizes[r.big],
 		Sessions: 3, Roots: 4, LogicalBytes: r.sizes[r.a] + 2*r.sizes[r.b] + r.sizes[r.big],
-		Checkpoints: 1, CheckpointBytes: r.sizes[r.cp],
+		Checkpoints: 1, CheckpointBytes: r.sizes[r.cp], Events: 6,
 	}
 	if f.inlineOnly() {
 		want.InlineBlobs, want.InlineBytes, want.ObjectBlobs, want.ObjectBytes = 5, physical, 0, 0
 	}
-	if got := f.universeUsage(); got != want {
-		f.t.Fatalf("UniverseUsage =\n %+v, want\n %+v", got, want)
+	universe := f.universeUsage()
+	list, err := f.reporter().SessionUsage(f.ctx, "", 0)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var eventBytes int64
+	for _, s := range list {
+		eventBytes += s.EventBytes
+	}
+	if universe.EventBytes != eventBytes {
+		f.t.Fatalf("the universe keeps its events in %d bytes, its sessions in %d", universe.EventBytes, eventBytes)
+	}
+	universe.EventBytes = 0
+	if universe != want {
+		f.t.Fatalf("UniverseUsage =\n %+v, want\n %+v", universe, want)
 	}
 	got := f.sessionUsage("", 0)
 	if !slices.Equal(got, r.wantSessions()) {
@@ -215,10 +243,10 @@ func testReportFork(f *fixture) {
 	f.append("src", 0, opened("src", 1), refs(2, textRef(inherited)))
 	f.fork(c, "child", "src", 2)
 	f.append("child", 2, refs(3, textRef(own)))
-	if got, want := f.sessionUsageOf("child"), (store.SessionUsage{SessionID: "child", Roots: 1, LogicalBytes: int64(len("the fork's own"))}); got != want {
+	if got, want := f.sessionUsageOf("child"), (store.SessionUsage{SessionID: "child", Roots: 1, LogicalBytes: int64(len("the fork's own")), Events: 1}); got != want {
 		f.t.Fatalf("fork usage = %+v, want %+v (its inherited prefix stays the source's)", got, want)
 	}
-	if got, want := f.sessionUsageOf("src"), (store.SessionUsage{SessionID: "src", Roots: 1, LogicalBytes: int64(len("inherited by the fork"))}); got != want {
+	if got, want := f.sessionUsageOf("src"), (store.SessionUsage{SessionID: "src", Roots: 1, LogicalBytes: int64(len("inherited by the fork")), Events: 2}); got != want {
 		f.t.Fatalf("source usage = %+v, want %+v", got, want)
 	}
 }

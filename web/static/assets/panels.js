@@ -446,7 +446,8 @@ function sessionUsage(u) {
       fact('logicalBytes', 'logical', u.logicalBytes, plural(u.roots, 'distinct blob')),
       fact('ownBytes', 'only here', own, 'deleting the session could free at most this'),
       fact('sharedBytes', 'shared', u.sharedBytes, `${plural(u.sharedRoots, 'blob')} other sessions root too`),
-      fact('checkpointBytes', 'checkpoints', u.checkpointBytes, plural(u.checkpoints, 'reducer checkpoint'))));
+      fact('checkpointBytes', 'checkpoints', u.checkpointBytes, plural(u.checkpoints, 'reducer checkpoint')),
+      fact('eventBytes', 'events', u.eventBytes, `${plural(u.events, 'event')} of its own log`)));
 }
 
 function universeUsage(u, session) {
@@ -467,7 +468,8 @@ function universeUsage(u, session) {
       fact('blobs', 'blobs', u.blobs),
       fact('inlineBytes', 'inline', u.inlineBytes, `${plural(u.inlineBlobs, 'blob')} in the catalog`),
       fact('objectBytes', 'object storage', u.objectBytes, plural(u.objectBlobs, 'blob')),
-      fact('checkpointBytes', 'checkpoints', u.checkpointBytes, plural(u.checkpoints, 'checkpoint'))));
+      fact('checkpointBytes', 'checkpoints', u.checkpointBytes, plural(u.checkpoints, 'checkpoint')),
+      fact('eventBytes', 'events', u.eventBytes, plural(u.events, 'event'))));
   // Widths go through CSSOM: the page's policy forbids style attributes.
   for (const f of block.querySelectorAll('.ubar-fill')) f.style.width = `${Number(f.dataset.width) * 100}%`;
   return block;
