@@ -148,3 +148,52 @@ func TestHost_AFailedChainedAppendRebuildsFromTheLog(t *testing.T) {
 		t.Fatalf("%d generations admitted", n)
 	}
 }
+
+// A drive left ahead of a log it could not read is rebuilt by the pump's
+// retry once the log reads again: the pump does not take its idle Next
+// for a session with nothing to do.
+func TestHost_PumpRetriesADriveLeftAhead(t *testing.T) {
+	e, flaky := newFlakyEnv(t)
+	flaky.fail = func([]string) bool { return true }
+	flaky.mu.Lock()
+	flaky.readsFail = true
+	flaky.mu.Unlock()
+	s, err := e.host.session(context.Background(), "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.host.release(s)
+	s.mu.Lock()
+	item, err := runtime.TextInput(context.Background(), e.blobs, "hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.drive.Admit(core.StartRun{AtMs: 1, RunID: "r1", Input: []core.InputItem{item}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.host.commit(s, s.drive.Next(1)); !errors.Is(err, errFlaky) || !s.drive.Ahead() {
+		t.Fatalf("commit: %v, ahead %v; want the flaky error and a drive still ahead", err, s.drive.Ahead())
+	}
+	e.host.pump(s)
+	s.mu.Unlock()
+
+	flaky.mu.Lock()
+	flaky.readsFail, flaky.fail = false, nil
+	flaky.mu.Unlock()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		s.mu.Lock()
+		ahead, run := s.drive.Ahead(), s.drive.State().Run("r1")
+		s.mu.Unlock()
+		if !ahead {
+			if run != nil {
+				t.Fatal("the rebuilt state holds the run whose append failed")
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the drive is still ahead of the log: nothing retried its rebuild")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -16,6 +16,11 @@ func (h *Host) pump(s *session) {
 	if h.ctx.Err() != nil {
 		return
 	}
+	if h.current(s) == nil { // ahead of a log it cannot read: it would plan nothing
+		h.opt.Logger.Error("reloading a session after a failed append failed; retrying", "session", s.id)
+		h.retryPumpLater(s)
+		return
+	}
 	if err := runtime.Pump(h.on(s)); err != nil && h.ctx.Err() == nil {
 		h.opt.Logger.Error("appending session events failed; retrying", "session", s.id, "err", err)
 		h.retryPumpLater(s)
