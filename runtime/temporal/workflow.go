@@ -61,7 +61,7 @@ func SessionWorkflow(ctx workflow.Context, args SessionArgs) error {
 		}
 		s.pump(ctx)
 		closed := s.drive.State().Closed && s.inflight.Len() == 0
-		due, head := s.checkpointDue(ctx)(s.drive.State(), s.checkpointed), s.drive.State().Head
+		due, head := !s.drive.Ahead() && s.checkpointDue(ctx)(s.drive.State(), s.checkpointed), s.drive.State().Head
 		s.mu.Unlock()
 		if due && !s.checkpointing && workflow.GetVersion(ctx, versionCheckpoint, workflow.DefaultVersion, 1) == 1 {
 			s.checkpointing = true
@@ -174,7 +174,7 @@ type sessionHost struct {
 
 func (s *session) on(ctx workflow.Context) sessionHost { return sessionHost{s: s, ctx: ctx} }
 
-func (x sessionHost) Drive() *core.Drive               { return x.s.drive }
+func (x sessionHost) Drive() *core.Drive               { return x.s.current(x.ctx) }
 func (x sessionHost) NowMs() int64                     { return nowMs(x.ctx) }
 func (x sessionHost) Append(in core.Intent) error      { return x.s.commit(x.ctx, in) }
 func (x sessionHost) Generate(w core.GenerateWork)     { x.s.dispatchGenerate(x.ctx, w) }
@@ -188,6 +188,9 @@ func (x sessionHost) InvokeTool(runID string, turn int, call core.ToolCall) {
 // applies them with the seqs the store gave them. A conflicting log (another
 // writer) rebuilds the state from the log.
 func (s *session) commit(ctx workflow.Context, in core.Intent) error {
+	if workflow.GetVersion(ctx, versionChainedAppends, workflow.DefaultVersion, 1) == 1 {
+		return s.commitChained(ctx)
+	}
 	var out AppendOut
 	err := workflow.ExecuteLocalActivity(appendActivity(ctx), "Append", AppendIn{
 		Universe: s.args.Universe, SessionID: s.args.SessionID, ExpectedHead: in.ExpectedHead, Proposals: in.Proposals,
@@ -484,6 +487,56 @@ const versionArrivalOrder = "admit-in-arrival-order"
 // versionCheckpoint marks workflow code that writes reducer checkpoints at
 // idle boundaries and every runtime.CheckpointEvery events.
 const versionCheckpoint = "reducer-checkpoints"
+
+// versionChainedAppends marks workflow code that appends the core's own
+// next steps with the command that caused them (core.Drive.Chain).
+const versionChainedAppends = "chained-appends"
+
+// chainSteps bounds how many of the core's steps one append carries.
+const chainSteps = 16
+
+// commitChained appends the pending proposals and the steps the core takes
+// on its own after them in one Append activity, as runtime/local does. The
+// drive has applied them already; if the append fails, or a lost task had
+// stored them at other times, the state is rebuilt from the log.
+func (s *session) commitChained(ctx workflow.Context) error {
+	chained, want, err := s.drive.Chain(nowMs(ctx), chainSteps)
+	if err == nil {
+		var out AppendOut
+		err = workflow.ExecuteLocalActivity(appendActivity(ctx), "Append", AppendIn{
+			Universe: s.args.Universe, SessionID: s.args.SessionID, ExpectedHead: chained.ExpectedHead, Proposals: chained.Proposals,
+		}).Get(ctx, &out)
+		if err == nil && len(out.ObservedAtMs) == len(want) {
+			for i, at := range out.ObservedAtMs {
+				if at != want[i].ObservedAtMs {
+					err = errors.New("the chained append was stored by a lost task at other times")
+				}
+			}
+		}
+	}
+	if err != nil {
+		if rerr := s.rehydrate(ctx); rerr != nil {
+			return rerr
+		}
+		return err
+	}
+	s.drive.Appended()
+	s.dirty = true
+	s.inflight.CancelStale(s.drive.State())
+	return nil
+}
+
+// current returns the drive, first rebuilding it from the log if a failed
+// chained append left it ahead and its rebuild failed too; a drive still
+// ahead admits and plans nothing, and is never checkpointed.
+func (s *session) current(ctx workflow.Context) *core.Drive {
+	if s.drive.Ahead() {
+		if err := s.rehydrate(ctx); err != nil {
+			workflow.GetLogger(ctx).Error("rebuilding the state after a failed append failed", "session", s.args.SessionID, "error", err)
+		}
+	}
+	return s.drive
+}
 
 // versionIdleCheckpointEvery marks workflow code that checkpoints an idle
 // session only once runtime.IdleCheckpointEvery events have passed since
