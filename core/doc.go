@@ -53,8 +53,8 @@
 // steps the core then takes on its own (Drive.Chain: a run accepted and its
 // first turn opened, an answer admitted and its run completed) in one
 // transaction; the drive applies them to plan each next step, so if that
-// append fails the host rebuilds the drive from the log. runtime/local does;
-// a Temporal workflow appends one step at a time, as its histories record. Both of Cairn's hosts run this loop through one copy
+// append fails the host rebuilds the drive from the log. Both hosts do (a
+// Temporal workflow started before chaining replays one step per append). Both of Cairn's hosts run this loop through one copy
 // of it, runtime.Pump, runtime.Flush and runtime.AdmitAndAppend, and keep
 // only their own I/O and scheduling.
 //
