@@ -113,6 +113,7 @@ func (s *State) checkpoint() checkpoint {
 	if cp.Queue == nil {
 		cp.Queue = []string{}
 	}
+	cp.Runs = make([]runState, 0, len(s.runOrder))
 	for _, id := range s.runOrder {
 		r := s.runs[id]
 		rs := runState{
@@ -131,9 +132,6 @@ func (s *State) checkpoint() checkpoint {
 			rs.Turn = ts
 		}
 		cp.Runs = append(cp.Runs, rs)
-	}
-	if cp.Runs == nil {
-		cp.Runs = []runState{}
 	}
 	return cp
 }
