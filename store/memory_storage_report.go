@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -52,12 +53,12 @@ func (m *Memory) UniverseUsage(ctx context.Context) (UniverseUsage, error) {
 			u.LogicalBytes += entries[d].Size
 		}
 	}
+	var all []content.Digest
 	for _, cps := range m.checkpoints {
-		for _, d := range cps {
-			u.Checkpoints++
-			u.CheckpointBytes += entries[d].Size
-		}
+		u.Checkpoints += int64(len(cps))
+		all = slices.AppendSeq(all, maps.Values(cps))
 	}
+	u.CheckpointBytes = m.reachableBytesLocked(all, entries)
 	for _, s := range m.sessions {
 		n, bytes := eventUsage(s.events)
 		u.Events += n
@@ -140,10 +141,8 @@ func (m *Memory) sessionUsageLocked(id string, entries map[content.Digest]blob.M
 			u.SharedBytes += size
 		}
 	}
-	for _, d := range m.checkpoints[id] {
-		u.Checkpoints++
-		u.CheckpointBytes += entries[d].Size
-	}
+	u.Checkpoints = int64(len(m.checkpoints[id]))
+	u.CheckpointBytes = m.reachableBytesLocked(slices.Collect(maps.Values(m.checkpoints[id])), entries)
 	u.Events, u.EventBytes = eventUsage(m.sessions[id].events)
 	return u
 }
@@ -198,4 +197,25 @@ func (m *Memory) BlobHolders(ctx context.Context, d content.Digest, limit int) (
 	content.SortDigests(h.Parents)
 	h.Parents, h.ParentsTruncated = CutHolders(h.Parents, limit)
 	return h, nil
+}
+
+// reachableBytesLocked totals the sizes of the distinct blobs reachable
+// from roots through edges: a chunked checkpoint is its index, pages and
+// chunks, and consecutive checkpoints share most of their chunks.
+func (m *Memory) reachableBytesLocked(roots []content.Digest, entries map[content.Digest]blob.MemoryEntry) int64 {
+	seen := map[content.Digest]bool{}
+	var bytes int64
+	for stack := slices.Clone(roots); len(stack) > 0; {
+		d := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[d] {
+			continue
+		}
+		seen[d] = true
+		bytes += entries[d].Size
+		for c := range m.edges[d] {
+			stack = append(stack, c)
+		}
+	}
+	return bytes
 }

@@ -54,7 +54,8 @@ type UniverseUsage struct {
 	Sessions     int64 `json:"sessions"`
 	Roots        int64 `json:"roots"`
 	LogicalBytes int64 `json:"logicalBytes"`
-	// Reducer checkpoints and the sizes of their blobs.
+	// Reducer checkpoints and the sizes of their blobs: each one's index
+	// and the pages and chunks it reaches, every blob once.
 	Checkpoints     int64 `json:"checkpoints"`
 	CheckpointBytes int64 `json:"checkpointBytes"`
 	// Events in the universe's logs and the bytes the store keeps them in
@@ -76,7 +77,9 @@ type SessionUsage struct {
 	// checkpoint, snapshot, workspace or parent blob still holds it.
 	SharedRoots int64 `json:"sharedRoots"`
 	SharedBytes int64 `json:"sharedBytes"`
-	// The session's reducer checkpoints and the sizes of their blobs.
+	// The session's reducer checkpoints and the sizes of their blobs:
+	// their indexes and the pages and chunks they reach, every blob once
+	// (consecutive checkpoints share most chunks).
 	Checkpoints     int64 `json:"checkpoints"`
 	CheckpointBytes int64 `json:"checkpointBytes"`
 	// The session's own events (a fork's inherited prefix counts under

@@ -27,9 +27,13 @@ func (s *Store) UniverseUsage(ctx context.Context) (store.UniverseUsage, error) 
 		(SELECT count(*) AS n, coalesce(sum(bb.size), 0)::bigint AS bytes FROM session_roots AS rr
 			JOIN blobs AS bb ON bb.universe = rr.universe AND bb.digest = rr.digest
 			WHERE rr.universe = $1) AS r,
-		(SELECT count(*) AS n, coalesce(sum(bb.size), 0)::bigint AS bytes FROM checkpoints AS cc
-			JOIN blobs AS bb ON bb.universe = cc.universe AND bb.digest = cc.digest
-			WHERE cc.universe = $1) AS c,
+		(SELECT (SELECT count(*) FROM checkpoints WHERE universe = $1) AS n, coalesce(sum(bb.size), 0)::bigint AS bytes
+			FROM (WITH RECURSIVE reach(digest) AS (
+					SELECT digest FROM checkpoints WHERE universe = $1
+					UNION
+					SELECT e.child FROM reach AS r JOIN retention_edges AS e ON e.universe = $1 AND e.parent = r.digest)
+				SELECT digest FROM reach) AS rc
+			JOIN blobs AS bb ON bb.universe = $1 AND bb.digest = rc.digest) AS c,
 		(SELECT count(*) AS n, coalesce(sum(`+eventBytesSQL+`), 0)::bigint AS bytes FROM events AS ev WHERE ev.universe = $1) AS e`, s.universe).
 		Scan(&u.Blobs, &u.PhysicalBytes, &u.ObjectBlobs, &u.ObjectBytes, &u.Sessions, &u.Roots, &u.LogicalBytes, &u.Checkpoints, &u.CheckpointBytes,
 			&u.Events, &u.EventBytes)
@@ -62,10 +66,14 @@ const sessionUsageSQL = `SELECT p.session_id, r.n, r.bytes, r.shared_n, r.shared
 			WHERE rr.universe = $1 AND rr.session_id = p.session_id
 			OFFSET 0) AS x) AS r
 	CROSS JOIN LATERAL (
-		SELECT count(*) AS n, coalesce(sum(b.size), 0)::bigint AS bytes
-		FROM checkpoints AS cc
-		JOIN blobs AS b ON b.universe = cc.universe AND b.digest = cc.digest
-		WHERE cc.universe = $1 AND cc.session_id = p.session_id) AS c
+		SELECT (SELECT count(*) FROM checkpoints AS cc WHERE cc.universe = $1 AND cc.session_id = p.session_id) AS n,
+			coalesce(sum(b.size), 0)::bigint AS bytes
+		FROM (WITH RECURSIVE reach(digest) AS (
+				SELECT cc.digest FROM checkpoints AS cc WHERE cc.universe = $1 AND cc.session_id = p.session_id
+				UNION
+				SELECT e.child FROM reach AS r JOIN retention_edges AS e ON e.universe = $1 AND e.parent = r.digest)
+			SELECT digest FROM reach) AS rc
+		JOIN blobs AS b ON b.universe = $1 AND b.digest = rc.digest) AS c
 	CROSS JOIN LATERAL (
 		SELECT count(*) AS n, coalesce(sum(` + eventBytesSQL + `), 0)::bigint AS bytes
 		FROM events AS ev

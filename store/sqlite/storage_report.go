@@ -26,9 +26,13 @@ func (s *Store) UniverseUsage(ctx context.Context) (store.UniverseUsage, error) 
 		(SELECT count(*) AS n, coalesce(sum(bb.size), 0) AS bytes FROM session_roots AS rr
 			LEFT JOIN blobs AS bb ON bb.universe = rr.universe AND bb.digest = rr.digest
 			WHERE rr.universe = ?1) AS r,
-		(SELECT count(*) AS n, coalesce(sum(bb.size), 0) AS bytes FROM checkpoints AS cc
-			LEFT JOIN blobs AS bb ON bb.universe = cc.universe AND bb.digest = cc.digest
-			WHERE cc.universe = ?1) AS c,
+		(SELECT (SELECT count(*) FROM checkpoints WHERE universe = ?1) AS n, coalesce(sum(bb.size), 0) AS bytes
+			FROM (WITH RECURSIVE reach(digest) AS (
+					SELECT digest FROM checkpoints WHERE universe = ?1
+					UNION
+					SELECT e.child FROM reach AS r CROSS JOIN retention_edges AS e ON e.universe = ?1 AND e.parent = r.digest)
+				SELECT digest FROM reach) AS rc
+			LEFT JOIN blobs AS bb ON bb.universe = ?1 AND bb.digest = rc.digest) AS c,
 		(SELECT count(*) AS n, coalesce(sum(`+eventBytesSQL+`), 0) AS bytes FROM events AS ev WHERE ev.universe = ?1) AS e`, s.universe).
 		Scan(&u.Blobs, &u.PhysicalBytes, &u.ObjectBlobs, &u.ObjectBytes, &u.Sessions, &u.Roots, &u.LogicalBytes, &u.Checkpoints, &u.CheckpointBytes,
 			&u.Events, &u.EventBytes)
@@ -42,7 +46,9 @@ func (s *Store) UniverseUsage(ctx context.Context) (store.UniverseUsage, error) 
 // eventBytesSQL is the bytes an events row (ev) keeps its event in.
 const eventBytesSQL = `length(ev.payload) + coalesce(length(ev.joins), 0)`
 
-// sessionUsageSQL totals the roots, checkpoints and events of the sessions the page
+// sessionUsageSQL totals the roots, checkpoints (with the pages and chunks
+// their indexes reach through retention edges, each step a CROSS JOIN so the
+// edges are probed by parent, not scanned) and events of the sessions the page
 // CTE selects. CROSS JOIN fixes the page as the outer loop (SQLite's
 // planner, without statistics, could otherwise scan every root of the
 // universe), so each session's roots are read through the primary key
@@ -50,7 +56,7 @@ const eventBytesSQL = `length(ev.payload) + coalesce(length(ev.joins), 0)`
 // for another session rooting the same blob: the cost follows the page's
 // roots, not the universe's. rooted is materialized so the probe runs once
 // per root although two sums use it.
-const sessionUsageSQL = `WITH page AS (%s),
+const sessionUsageSQL = `WITH RECURSIVE page AS (%s),
 	rooted AS MATERIALIZED (
 		SELECT r.session_id, coalesce(b.size, 0) AS size,
 			EXISTS (SELECT 1 FROM session_roots AS o
@@ -61,12 +67,19 @@ const sessionUsageSQL = `WITH page AS (%s),
 	roots AS (
 		SELECT session_id, count(*) AS n, sum(size) AS bytes, sum(shared) AS shared_n, sum(shared * size) AS shared_bytes
 		FROM rooted GROUP BY session_id),
-	cps AS (
-		SELECT c.session_id, count(*) AS n, coalesce(sum(b.size), 0) AS bytes
+	cpreach(session_id, digest) AS (
+		SELECT c.session_id, c.digest
 		FROM page AS p
 		CROSS JOIN checkpoints AS c ON c.universe = ?1 AND c.session_id = p.session_id
-		LEFT JOIN blobs AS b ON b.universe = c.universe AND b.digest = c.digest
-		GROUP BY c.session_id),
+		UNION
+		SELECT r.session_id, e.child FROM cpreach AS r
+		CROSS JOIN retention_edges AS e ON e.universe = ?1 AND e.parent = r.digest),
+	cps AS (
+		SELECT r.session_id, (SELECT count(*) FROM checkpoints AS c WHERE c.universe = ?1 AND c.session_id = r.session_id) AS n,
+			coalesce(sum(b.size), 0) AS bytes
+		FROM cpreach AS r
+		LEFT JOIN blobs AS b ON b.universe = ?1 AND b.digest = r.digest
+		GROUP BY r.session_id),
 	evs AS (
 		SELECT ev.session_id, count(*) AS n, sum(` + eventBytesSQL + `) AS bytes
 		FROM page AS p

@@ -28,6 +28,7 @@ func RunStorageReport(t *testing.T, newStores func(t *testing.T) (store.SessionL
 		{"SessionsPageByID", testReportPages},
 		{"UnknownSessionIsNotFound", testReportUnknownSession},
 		{"ForkCountsOnlyItsOwnRoots", testReportFork},
+		{"CheckpointsCountWhatTheyReach", testReportCheckpointChunks},
 		{"HoldersNameEveryKind", testHoldersEveryKind},
 		{"UnheldBlobHasNoHolders", testHoldersNone},
 		{"HolderListsAreCutAtTheLimit", testHoldersCut},
@@ -248,6 +249,29 @@ func testReportFork(f *fixture) {
 	}
 	if got, want := f.sessionUsageOf("src"), (store.SessionUsage{SessionID: "src", Roots: 1, LogicalBytes: int64(len("inherited by the fork")), Events: 2}); got != want {
 		f.t.Fatalf("source usage = %+v, want %+v", got, want)
+	}
+}
+
+// A chunked checkpoint is its index and the pages and chunks the index
+// reaches through edges; two checkpoints sharing a chunk count it once,
+// for the session and for the universe.
+func testReportCheckpointChunks(f *fixture) {
+	f.append("s1", 0, opened("s1", 1), refs(2))
+	ix1, ix2 := f.put("index one"), f.put("index two!")
+	page, c1, c2, c3 := f.put("a page"), f.put("chunk 1"), f.put("chunk two"), f.put("chunk three")
+	f.putEdges(ix1, page)
+	f.putEdges(page, c1)
+	f.putEdges(page, c2)
+	f.putEdges(ix2, c2)
+	f.putEdges(ix2, c3)
+	f.putCheckpoint(f.checkpoints(), "s1", 1, ix1)
+	f.putCheckpoint(f.checkpoints(), "s1", 2, ix2)
+	want := int64(len("index one") + len("index two!") + len("a page") + len("chunk 1") + len("chunk two") + len("chunk three"))
+	if u := f.sessionUsageOf("s1"); u.Checkpoints != 2 || u.CheckpointBytes != want {
+		f.t.Fatalf("checkpoints of s1: %d in %d bytes, want 2 in %d", u.Checkpoints, u.CheckpointBytes, want)
+	}
+	if u := f.universeUsage(); u.Checkpoints != 2 || u.CheckpointBytes != want {
+		f.t.Fatalf("universe checkpoints: %d in %d bytes, want 2 in %d", u.Checkpoints, u.CheckpointBytes, want)
 	}
 }
 
