@@ -51,10 +51,13 @@ func (s *PieceScope) Prefix(entries []core.Entry) Kept {
 	}
 	v, _ := s.pieces.Get(s.prefixKey())
 	p, ok := v.(*loweredPrefix)
-	if !ok || len(p.ids.Items()) > len(entries) {
+	if !ok {
 		return Kept{}
 	}
 	ids := p.ids.Items()
+	if len(ids) > len(entries) {
+		return Kept{}
+	}
 	for i, id := range ids {
 		if entries[i].ID != id {
 			return Kept{}

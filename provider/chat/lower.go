@@ -60,9 +60,6 @@ func lowerWithSegments(ctx context.Context, blobs blob.Store, req provider.Reque
 	return bytes.Join(parts, nil), segs, nil
 }
 
-// comma separates the messages of a request in parts.
-var comma = []byte(",")
-
 // lowerParts is lowerWithSegments with the body in parts, in order: its
 // framing and each message's kept bytes, which are sent as they are
 // (httpx.Call.Parts). Joining a request that carries 26 MB (100 copies
@@ -95,16 +92,7 @@ func lowerParts(ctx context.Context, blobs blob.Store, req provider.Request, opt
 	head.WriteString(`{"model":`)
 	rawjson.WriteString(&head, req.Model.Model)
 	head.WriteString(`,"messages":[`)
-	parts = append(parts, head.Bytes())
-	if kept > 0 {
-		parts = append(parts, took.Members())
-	}
-	for i, m := range lowered[kept:] {
-		if i > 0 || kept > 0 {
-			parts = append(parts, comma)
-		}
-		parts = append(parts, m.Raw)
-	}
+	parts = provider.AppendMembers(append(parts, head.Bytes()), took.Members(), lowered[kept:])
 	var tail bytes.Buffer
 	tail.WriteByte(']')
 	if len(req.Tools) > 0 {

@@ -77,9 +77,6 @@ func lowerWithSegments(ctx context.Context, blobs blob.Store, req provider.Reque
 	return bytes.Join(parts, nil), segs, nil
 }
 
-// comma separates the input items of a request in parts.
-var comma = []byte(",")
-
 // lowerParts is lowerWithSegments with the body in parts: the framing and
 // each input item's kept bytes, sent as they are (httpx.Call.Parts), so a
 // long request is not copied into a fresh buffer every turn.
@@ -136,13 +133,7 @@ func lowerParts(ctx context.Context, blobs blob.Store, req provider.Request, opt
 	}
 	buf.WriteString(`,"input":[`)
 	parts := make(net.Buffers, 0, 2*len(l.items)+2)
-	parts = append(parts, buf.Bytes())
-	for i, it := range l.items {
-		if i > 0 {
-			parts = append(parts, comma)
-		}
-		parts = append(parts, it.Raw)
-	}
+	parts = provider.AppendMembers(append(parts, buf.Bytes()), nil, l.items)
 	var tail bytes.Buffer
 	tail.WriteByte(']')
 	var cm []byte
