@@ -49,14 +49,16 @@
 //
 // and admits each command (a client's, or a finished piece of work's
 // result) with Drive.Admit, which turns the accepted proposals into the
-// next IntentAppend. A host may append an IntentAppend together with the
-// steps the core then takes on its own (Drive.Chain: a run accepted and its
-// first turn opened, an answer admitted and its run completed) in one
-// transaction; the drive applies them to plan each next step, so if that
-// append fails the host rebuilds the drive from the log. Both hosts do (a
-// Temporal workflow started before chaining replays one step per append). Both of Cairn's hosts run this loop through one copy
+// next IntentAppend. Both of Cairn's hosts run this loop through one copy
 // of it, runtime.Pump, runtime.Flush and runtime.AdmitAndAppend, and keep
 // only their own I/O and scheduling.
+//
+// A host may append an IntentAppend together with the steps the core then
+// takes on its own (Drive.Chain: a run accepted and its first turn opened,
+// an answer admitted and its run completed) in one transaction. The drive
+// applies them to plan each next step, so if that append fails the host
+// rebuilds the drive from the log. Both hosts do; a Temporal workflow
+// started before chaining replays one step per append.
 //
 // # What a host must do with each intent
 //

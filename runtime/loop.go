@@ -24,6 +24,11 @@ type Host interface {
 	Transcribe(w core.TranscribeWork)
 }
 
+// ChainSteps bounds how many of the core's steps a host appends in one
+// go (core.Drive.Chain): a turn takes at most a few, so the bound only
+// keeps a bug from looping.
+const ChainSteps = 16
+
 // Pump appends every step the core takes on its own and starts the work it
 // asks for, until the session waits for a result or a command. It returns
 // the error of an append that failed; when to pump again is the host's

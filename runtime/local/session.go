@@ -139,16 +139,13 @@ func (h *Host) load(ctx context.Context, id string) (*core.State, runtime.LoadRe
 	return runtime.LoadStateReport(ctx, h.opt.Log, h.opt.Checkpoints, h.opt.Blobs, id, h.opt.Logger)
 }
 
-// chainSteps bounds how many of the core's steps one append carries.
-const chainSteps = 16
-
 // commit appends an intent's proposals together with the steps the core
 // takes on its own after them (core.Drive.Chain), in one transaction: a
 // turn commits two appends instead of four. The drive has applied them
 // already; if the append fails, or the store committed other events, the
 // drive is rebuilt from the log.
 func (h *Host) commit(s *session, in core.Intent) error {
-	chained, want, err := s.drive.Chain(h.nowMs(), chainSteps)
+	chained, want, err := s.drive.Chain(h.nowMs(), runtime.ChainSteps)
 	if err == nil {
 		var events []core.Event
 		events, err = h.opt.Log.Append(h.ctx, s.id, chained.ExpectedHead, chained.Proposals)

@@ -492,15 +492,12 @@ const versionCheckpoint = "reducer-checkpoints"
 // next steps with the command that caused them (core.Drive.Chain).
 const versionChainedAppends = "chained-appends"
 
-// chainSteps bounds how many of the core's steps one append carries.
-const chainSteps = 16
-
 // commitChained appends the pending proposals and the steps the core takes
 // on its own after them in one Append activity, as runtime/local does. The
 // drive has applied them already; if the append fails, or a lost task had
 // stored them at other times, the state is rebuilt from the log.
 func (s *session) commitChained(ctx workflow.Context) error {
-	chained, want, err := s.drive.Chain(nowMs(ctx), chainSteps)
+	chained, want, err := s.drive.Chain(nowMs(ctx), runtime.ChainSteps)
 	if err == nil {
 		var out AppendOut
 		err = workflow.ExecuteLocalActivity(appendActivity(ctx), "Append", AppendIn{
@@ -510,6 +507,7 @@ func (s *session) commitChained(ctx workflow.Context) error {
 			for i, at := range out.ObservedAtMs {
 				if at != want[i].ObservedAtMs {
 					err = errors.New("the chained append was stored by a lost task at other times")
+					break
 				}
 			}
 		}
