@@ -227,27 +227,45 @@ func (m *Memory) Roots(ctx context.Context, sessionID string) ([]content.Digest,
 
 // PutEdges implements Edges.
 func (m *Memory) PutEdges(ctx context.Context, parent content.Digest, children []content.Digest) error {
-	kids, need, err := PrepareEdges(parent, children)
-	if err != nil {
-		return err
+	return m.WriteBatch(ctx, Batch{Edges: []Edge{{Parent: parent, Children: children}}})
+}
+
+// WriteBatch implements BatchWriter.
+func (m *Memory) WriteBatch(ctx context.Context, b Batch) error {
+	kids := make([][]content.Digest, len(b.Edges))
+	var need []content.Digest
+	for i, e := range b.Edges {
+		var err error
+		var n []content.Digest
+		if kids[i], n, err = PrepareEdges(e.Parent, e.Children); err != nil {
+			return err
+		}
+		need = append(need, n...)
+	}
+	for _, data := range b.Blobs {
+		if _, err := m.blobs.Put(ctx, data); err != nil {
+			return err
+		}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	// As in Append, the existence check and the write are one step under the lock.
 	missing, err := m.blobs.Missing(ctx, need)
 	if err != nil {
-		return fmt.Errorf("put edges of %s: check blobs: %w", parent, err)
+		return fmt.Errorf("put edges: check blobs: %w", err)
 	}
 	if len(missing) > 0 {
 		return &blob.MissingError{Digests: missing}
 	}
-	set := m.edges[parent]
-	if set == nil {
-		set = map[content.Digest]struct{}{}
-		m.edges[parent] = set
-	}
-	for _, c := range kids {
-		set[c] = struct{}{}
+	for i, e := range b.Edges {
+		set := m.edges[e.Parent]
+		if set == nil {
+			set = map[content.Digest]struct{}{}
+			m.edges[e.Parent] = set
+		}
+		for _, c := range kids[i] {
+			set[c] = struct{}{}
+		}
 	}
 	return nil
 }

@@ -61,7 +61,7 @@ type Edges interface {
 	// PutEdges records parent → child for every child. Parent and children
 	// must exist (else *blob.MissingError listing every absent digest, and
 	// nothing is written); recording an existing edge again is a no-op.
-	PutEdges(ctx context.Context, parent content.Digest, children []content.Digest) error
+	EdgeWriter
 	// Children lists the recorded children of parent, sorted.
 	Children(ctx context.Context, parent content.Digest) ([]content.Digest, error)
 }

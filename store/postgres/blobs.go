@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cairn-agents/cairn/blob"
 	"github.com/cairn-agents/cairn/content"
@@ -56,17 +57,7 @@ func (s *Store) Put(ctx context.Context, data []byte) (content.Digest, error) {
 		}
 	}
 	if len(data) <= InlineMax {
-		if data == nil {
-			data = []byte{} // nil would bind as NULL, which means "not inline"
-		}
-		// Insert-or-touch in one statement; an existing row keeps its bytes.
-		if _, err := s.pool.Exec(ctx, `INSERT INTO blobs (universe, digest, size, inline, created_at, touched_at)
-			VALUES ($1, $2, $3, $4, $5, $5)
-			ON CONFLICT (universe, digest) DO UPDATE SET touched_at = GREATEST(blobs.touched_at, excluded.touched_at)`,
-			s.universe, d[:], len(data), data, now); err != nil {
-			return content.Digest{}, fmt.Errorf("postgres: put blob %s: %w", d, err)
-		}
-		return d, nil
+		return d, s.putInline(ctx, s.pool, d, data, now)
 	}
 
 	key, err := s.objectKey(d)
@@ -97,6 +88,24 @@ func (s *Store) Put(ctx context.Context, data []byte) (content.Digest, error) {
 		}
 	}
 	return d, nil
+}
+
+// putInline inserts (or touches) a blob of at most InlineMax bytes in one
+// insert-or-touch statement, through the pool or a transaction; an
+// existing row keeps its bytes.
+func (s *Store) putInline(ctx context.Context, db interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}, d content.Digest, data []byte, now time.Time) error {
+	if data == nil {
+		data = []byte{} // nil would bind as NULL, which means "not inline"
+	}
+	if _, err := db.Exec(ctx, `INSERT INTO blobs (universe, digest, size, inline, created_at, touched_at)
+		VALUES ($1, $2, $3, $4, $5, $5)
+		ON CONFLICT (universe, digest) DO UPDATE SET touched_at = GREATEST(blobs.touched_at, excluded.touched_at)`,
+		s.universe, d[:], len(data), data, now); err != nil {
+		return fmt.Errorf("postgres: put blob %s: %w", d, err)
+	}
+	return nil
 }
 
 // touch moves an existing blob's touched_at forward and reports whether the

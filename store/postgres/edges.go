@@ -20,28 +20,32 @@ func (s *Store) PutEdges(ctx context.Context, parent content.Digest, children []
 	if err != nil {
 		return err
 	}
-	return inTx(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT digest FROM blobs WHERE universe = $1 AND digest = ANY ($2::bytea[])
-			ORDER BY digest FOR KEY SHARE`, s.universe, digestArgs(need))
-		if err != nil {
-			return fmt.Errorf("postgres: put edges of %s: lock blobs: %w", parent, err)
-		}
-		found, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
-		if err != nil {
-			return fmt.Errorf("postgres: put edges of %s: lock blobs: %w", parent, err)
-		}
-		if missing := absent(need, found); len(missing) > 0 {
-			return &blob.MissingError{Digests: missing}
-		}
-		if len(kids) == 0 {
-			return nil
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO retention_edges (universe, parent, child)
-			SELECT $1, $2, unnest($3::bytea[]) ON CONFLICT DO NOTHING`, s.universe, parent[:], digestArgs(kids)); err != nil {
-			return fmt.Errorf("postgres: put edges of %s: %w", parent, err)
-		}
+	return inTx(ctx, s.pool, func(tx pgx.Tx) error { return s.putEdgesIn(ctx, tx, parent, kids, need) })
+}
+
+// putEdgesIn checks and records one edge, prepared by store.PrepareEdges,
+// inside tx.
+func (s *Store) putEdgesIn(ctx context.Context, tx pgx.Tx, parent content.Digest, kids, need []content.Digest) error {
+	rows, err := tx.Query(ctx, `SELECT digest FROM blobs WHERE universe = $1 AND digest = ANY ($2::bytea[])
+		ORDER BY digest FOR KEY SHARE`, s.universe, digestArgs(need))
+	if err != nil {
+		return fmt.Errorf("postgres: put edges of %s: lock blobs: %w", parent, err)
+	}
+	found, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+	if err != nil {
+		return fmt.Errorf("postgres: put edges of %s: lock blobs: %w", parent, err)
+	}
+	if missing := absent(need, found); len(missing) > 0 {
+		return &blob.MissingError{Digests: missing}
+	}
+	if len(kids) == 0 {
 		return nil
-	})
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO retention_edges (universe, parent, child)
+		SELECT $1, $2, unnest($3::bytea[]) ON CONFLICT DO NOTHING`, s.universe, parent[:], digestArgs(kids)); err != nil {
+		return fmt.Errorf("postgres: put edges of %s: %w", parent, err)
+	}
+	return nil
 }
 
 // Children implements store.Edges.

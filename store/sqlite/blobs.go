@@ -17,22 +17,11 @@ import (
 // touched time renewed. A large body is written to its own fresh object key
 // before its row exists, so a row always points at a complete body.
 func (s *Store) Put(ctx context.Context, data []byte) (content.Digest, error) {
+	if len(data) <= InlineMax {
+		return s.putInline(ctx, s.writes, data)
+	}
 	d := content.Sum(data)
 	now := s.nowMs()
-	if len(data) <= InlineMax {
-		stored, encoding := compressInline(data)
-		if stored == nil {
-			stored = []byte{} // nil would bind as NULL, which means "not inline"
-		}
-		_, err := s.writes.ExecContext(ctx, `INSERT INTO blobs
-			(universe, digest, size, inline, encoding, created_at_ms, touched_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (universe, digest) DO UPDATE SET touched_at_ms = max(touched_at_ms, excluded.touched_at_ms)`,
-			s.universe, d.String(), len(data), stored, encoding, now, now)
-		if err != nil {
-			return content.Digest{}, fmt.Errorf("sqlite: put blob %s: %w", d, err)
-		}
-		return d, nil
-	}
 
 	// Avoid writing a large body that is already stored.
 	res, err := s.writes.ExecContext(ctx, `UPDATE blobs SET touched_at_ms = max(touched_at_ms, ?)
@@ -67,6 +56,27 @@ func (s *Store) Put(ctx context.Context, data []byte) (content.Digest, error) {
 			err = fmt.Errorf("remove duplicate object: %w", delErr)
 		}
 	}
+	if err != nil {
+		return content.Digest{}, fmt.Errorf("sqlite: put blob %s: %w", d, err)
+	}
+	return d, nil
+}
+
+// putInline inserts (or touches) a blob of at most InlineMax bytes
+// through w: the writer connection, or a transaction on it.
+func (s *Store) putInline(ctx context.Context, w interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}, data []byte) (content.Digest, error) {
+	d := content.Sum(data)
+	now := s.nowMs()
+	stored, encoding := compressInline(data)
+	if stored == nil {
+		stored = []byte{} // nil would bind as NULL, which means "not inline"
+	}
+	_, err := w.ExecContext(ctx, `INSERT INTO blobs
+		(universe, digest, size, inline, encoding, created_at_ms, touched_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (universe, digest) DO UPDATE SET touched_at_ms = max(touched_at_ms, excluded.touched_at_ms)`,
+		s.universe, d.String(), len(data), stored, encoding, now, now)
 	if err != nil {
 		return content.Digest{}, fmt.Errorf("sqlite: put blob %s: %w", d, err)
 	}

@@ -50,6 +50,9 @@ func Run(t *testing.T, newStores func(t *testing.T) (store.SessionLog, blob.Stor
 		{"EdgesRecordChildrenIdempotently", testEdges},
 		{"EdgesRequireParentAndChildren", testEdgesMissing},
 		{"EdgesRejectZeroAndSelf", testEdgesInvalid},
+		{"BatchWritesBlobsAndEdgesTogether", testBatch},
+		{"BatchWithAnAbsentChildRecordsNoEdge", testBatchMissing},
+		{"BatchWithAnInvalidEdgeWritesNothing", testBatchInvalid},
 		{"WorkspacesCreateReadList", testWorkspaceCreateRead},
 		{"WorkspaceDuplicateCreateFails", testWorkspaceDuplicate},
 		{"WorkspaceMoveHeadIncrementsRevision", testWorkspaceMove},
@@ -767,4 +770,84 @@ func testEdgesInvalid(f *fixture) {
 		}
 	}
 	f.wantChildren(e, parent)
+}
+
+// batchWriter is the backend's store.BatchWriter: every backend that
+// records edges writes batches.
+func (f *fixture) batchWriter() store.BatchWriter {
+	f.t.Helper()
+	w, ok := f.edges().(store.BatchWriter)
+	if !ok {
+		f.t.Fatalf("%T records edges but does not write batches", f.edges())
+	}
+	return w
+}
+
+func (f *fixture) wantBlob(d content.Digest, want string) {
+	f.t.Helper()
+	got, err := f.blobs.Get(f.ctx, d)
+	if err != nil || string(got) != want {
+		f.t.Fatalf("Get(%s) = %q, %v; want %q", d, got, err, want)
+	}
+}
+
+func testBatch(f *fixture) {
+	w, e := f.batchWriter(), f.edges()
+	old := f.put("stored before")
+	index, page, chunk := []byte("index"), []byte("page"), []byte("chunk")
+	di, dp, dc := content.Sum(index), content.Sum(page), content.Sum(chunk)
+	err := w.WriteBatch(f.ctx, store.Batch{
+		Blobs: [][]byte{chunk, page, index, chunk}, // a blob twice is stored once
+		Edges: []store.Edge{{Parent: di, Children: []content.Digest{dp, old}}, {Parent: dp, Children: []content.Digest{dc}}},
+	})
+	if err != nil {
+		f.t.Fatalf("WriteBatch: %v", err)
+	}
+	f.wantBlob(di, "index")
+	f.wantBlob(dp, "page")
+	f.wantBlob(dc, "chunk")
+	f.wantChildren(e, di, dp, old)
+	f.wantChildren(e, dp, dc)
+	// Blobs alone, and edges alone, are batches too.
+	if err := w.WriteBatch(f.ctx, store.Batch{Blobs: [][]byte{[]byte("alone")}}); err != nil {
+		f.t.Fatalf("WriteBatch(blobs only): %v", err)
+	}
+	f.wantBlob(content.Sum([]byte("alone")), "alone")
+	if err := w.WriteBatch(f.ctx, store.Batch{Edges: []store.Edge{{Parent: old, Children: []content.Digest{dc}}}}); err != nil {
+		f.t.Fatalf("WriteBatch(edges only): %v", err)
+	}
+	f.wantChildren(e, old, dc)
+}
+
+func testBatchMissing(f *fixture) {
+	w, e := f.batchWriter(), f.edges()
+	parent := []byte("parent")
+	dp := content.Sum(parent)
+	held := f.put("held")
+	absent := content.Sum([]byte("absent"))
+	err := w.WriteBatch(f.ctx, store.Batch{
+		Blobs: [][]byte{parent},
+		Edges: []store.Edge{{Parent: dp, Children: []content.Digest{held}}, {Parent: held, Children: []content.Digest{absent}}},
+	})
+	f.wantMissing(err, absent)
+	// Neither edge is recorded, the valid first one included.
+	f.wantChildren(e, dp)
+	f.wantChildren(e, held)
+}
+
+func testBatchInvalid(f *fixture) {
+	w, e := f.batchWriter(), f.edges()
+	child := f.put("child")
+	parent := []byte("a parent never stored")
+	err := w.WriteBatch(f.ctx, store.Batch{
+		Blobs: [][]byte{parent},
+		Edges: []store.Edge{{Parent: content.Sum(parent), Children: []content.Digest{child}}, {Parent: child, Children: []content.Digest{child}}},
+	})
+	if !errors.Is(err, store.ErrInvalidEdge) {
+		f.t.Fatalf("WriteBatch with a self edge = %v, want ErrInvalidEdge", err)
+	}
+	if missing, err := f.blobs.Missing(f.ctx, []content.Digest{content.Sum(parent)}); err != nil || len(missing) != 1 {
+		f.t.Fatalf("the batch's blob after an invalid edge: missing %v, %v; want it not stored", missing, err)
+	}
+	f.wantChildren(e, child)
 }
