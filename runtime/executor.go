@@ -67,6 +67,9 @@ func (x *Executor) Generate(ctx context.Context, sessionID string, w core.Genera
 	if !ok {
 		return core.GenerationResult{}, fmt.Errorf("no adapter for API kind %q", w.Config.Model.APIKind)
 	}
+	// What the answer stores waits for the cache-report list's edge, or
+	// the flush below, and is written with it in one batch.
+	x, writes := x.stage()
 	out, err := adapter.Generate(ctx, x.Blobs, provider.Request{
 		SessionID:  sessionID,
 		Model:      w.Config.Model,
@@ -79,11 +82,17 @@ func (x *Executor) Generate(ctx context.Context, sessionID string, w core.Genera
 	if err != nil {
 		return core.GenerationResult{}, err
 	}
-	return core.GenerationResult{
+	res := core.GenerationResult{
 		RunID: w.RunID, Turn: w.Turn, Entries: out.Entries, ToolCalls: out.ToolCalls,
 		Finish: out.Finish, ResponseID: out.ResponseID, Usage: out.Usage, Failure: out.Failure,
 		Cache: x.cacheFacts(ctx, sessionID, w, out),
-	}, nil
+	}
+	if writes != nil {
+		if err := writes.Flush(ctx); err != nil {
+			return core.GenerationResult{}, fmt.Errorf("storing the answer: %w", err)
+		}
+	}
+	return res, nil
 }
 
 // fingerprintMatches checks that w's entries are the request its turn

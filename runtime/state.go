@@ -287,30 +287,28 @@ func writeCheckpoint(ctx context.Context, cps store.Checkpoints, blobs blob.Stor
 	if err != nil {
 		return mark, fmt.Errorf("encoding the checkpoint of %s at %d: %w", st.SessionID, st.Head, err)
 	}
+	// The chunks, pages, index and their edges are one batch: one
+	// transaction where the store writes batches.
+	batch := store.Batch{Blobs: make([][]byte, 0, len(parts.New)+1)}
 	for _, b := range parts.New {
-		if _, err := blobs.Put(ctx, b.Data); err != nil {
-			return mark, fmt.Errorf("storing the checkpoint of %s at %d: %w", st.SessionID, st.Head, err)
+		batch.Blobs = append(batch.Blobs, b.Data)
+	}
+	d := content.Sum(parts.Index)
+	batch.Blobs = append(batch.Blobs, parts.Index)
+	for _, e := range append(parts.Edges, core.CheckpointEdges{Parent: d, Children: parts.Named}) {
+		if len(e.Children) > 0 {
+			batch.Edges = append(batch.Edges, store.Edge{Parent: e.Parent, Children: e.Children})
 		}
 	}
-	d, err := blobs.Put(ctx, parts.Index)
+	err = store.WriteBatch(ctx, blobs, cps, batch)
+	var missing *blob.MissingError
+	if errors.As(err, &missing) && mark.memo != nil {
+		// A chunk or page the memo remembers was collected since: store
+		// every one again.
+		return writeCheckpoint(ctx, cps, blobs, st, CheckpointMark{Seq: mark.Seq})
+	}
 	if err != nil {
 		return mark, fmt.Errorf("storing the checkpoint of %s at %d: %w", st.SessionID, st.Head, err)
-	}
-	edges := append(parts.Edges, core.CheckpointEdges{Parent: d, Children: parts.Named})
-	for _, e := range edges {
-		if len(e.Children) == 0 {
-			continue
-		}
-		err := cps.PutEdges(ctx, e.Parent, e.Children)
-		var missing *blob.MissingError
-		if errors.As(err, &missing) && mark.memo != nil {
-			// A chunk or page the memo remembers was collected since:
-			// store every one again.
-			return writeCheckpoint(ctx, cps, blobs, st, CheckpointMark{Seq: mark.Seq})
-		}
-		if err != nil {
-			return mark, fmt.Errorf("recording the chunks of the checkpoint of %s at %d: %w", st.SessionID, st.Head, err)
-		}
 	}
 	if err := cps.PutCheckpoint(ctx, st.SessionID, st.Head, d); err != nil {
 		return mark, fmt.Errorf("recording the checkpoint of %s at %d: %w", st.SessionID, st.Head, err)

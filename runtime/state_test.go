@@ -598,10 +598,10 @@ func TestCheckpointPolicy_WritesWhenDueAndPrunes(t *testing.T) {
 	}
 
 	// A failed write leaves the mark as it was and reports the error.
-	failing := failingBlobs{Store: s.blobs}
+	failing := failingBatches{Checkpoints: s.log}
 	s.admit(core.AppendContext{AtMs: s.tick(), Entries: []core.EntryInput{s.entry(core.EntryMessage, core.RoleUser, "more")}})
 	later := runtime.CheckpointMark{Seq: head - runtime.IdleCheckpointEvery}
-	if m, err := defaultPolicy.Maybe(s.ctx, s.log, failing, s.drive.State(), later); err == nil || m != later {
+	if m, err := defaultPolicy.Maybe(s.ctx, failing, s.blobs, s.drive.State(), later); err == nil || m != later {
 		t.Fatalf("MaybeCheckpoint over failing blobs = %+v, %v; want %+v and an error", m, err, later)
 	}
 }
@@ -612,8 +612,8 @@ func TestCheckpointPolicy_WritesWhenDueAndPrunes(t *testing.T) {
 func TestCheckpointPolicy_StoresChangedChunksAndRecoversCollectedOnes(t *testing.T) {
 	s := newScripted(t, "s1", "run_")
 	s.script(40)
-	puts := &countingPuts{Store: s.blobs}
-	first, err := defaultPolicy.Maybe(s.ctx, s.log, puts, s.drive.State(), runtime.CheckpointMark{Seq: -runtime.CheckpointEvery})
+	puts := &countingBatches{Checkpoints: s.log}
+	first, err := defaultPolicy.Maybe(s.ctx, puts, s.blobs, s.drive.State(), runtime.CheckpointMark{Seq: -runtime.CheckpointEvery})
 	if err != nil || first.Seq != s.drive.State().Head {
 		t.Fatalf("first checkpoint: %+v, %v", first, err)
 	}
@@ -625,12 +625,12 @@ func TestCheckpointPolicy_StoresChangedChunksAndRecoversCollectedOnes(t *testing
 	puts.n = 0
 	forced := first
 	forced.Seq -= runtime.IdleCheckpointEvery // due now
-	second, err := defaultPolicy.Maybe(s.ctx, s.log, puts, s.drive.State(), forced)
+	second, err := defaultPolicy.Maybe(s.ctx, puts, s.blobs, s.drive.State(), forced)
 	if err != nil || second.Seq != s.drive.State().Head {
 		t.Fatalf("second checkpoint: %+v, %v", second, err)
 	}
-	if puts.n > 4 || all < 8 {
-		t.Fatalf("the second checkpoint stored %d blobs, the first %d; want only the index and the changed chunks", puts.n, all)
+	if puts.n > 4 || all < 8 || puts.batches != 2 {
+		t.Fatalf("the second checkpoint stored %d blobs, the first %d, in %d batches; want only the index and the changed chunks, one batch each", puts.n, all, puts.batches)
 	}
 
 	// Every remembered chunk reported missing once: the write starts over.
@@ -638,44 +638,50 @@ func TestCheckpointPolicy_StoresChangedChunksAndRecoversCollectedOnes(t *testing
 	puts.n = 0
 	forced = second
 	forced.Seq -= runtime.IdleCheckpointEvery
-	cps := &missingOnce{Checkpoints: s.log}
-	third, err := defaultPolicy.Maybe(s.ctx, cps, puts, s.drive.State(), forced)
+	cps := &missingOnce{countingBatches: puts}
+	third, err := defaultPolicy.Maybe(s.ctx, cps, s.blobs, s.drive.State(), forced)
 	if err != nil || third.Seq != s.drive.State().Head || cps.failed != 1 || puts.n < all {
-		t.Fatalf("third checkpoint: %+v, %v; PutEdges failed %d times, %d blobs stored (first stored %d)", third, err, cps.failed, puts.n, all)
+		t.Fatalf("third checkpoint: %+v, %v; the batch failed %d times, %d blobs stored (first stored %d)", third, err, cps.failed, puts.n, all)
 	}
 	if _, rep, err := runtime.LoadStateReport(s.ctx, s.log, s.log, s.blobs, "s1", nil); err != nil || rep.CheckpointSeq != third.Seq || rep.Fallback != "" {
 		t.Fatalf("load after the third checkpoint: %+v, %v", rep, err)
 	}
 }
 
-type countingPuts struct {
-	blob.Store
-	n int
-}
-
-func (c *countingPuts) Put(ctx context.Context, data []byte) (content.Digest, error) {
-	c.n++
-	return c.Store.Put(ctx, data)
-}
-
-// missingOnce reports every child of the first PutEdges as missing.
-type missingOnce struct {
+// countingBatches counts the batches written and the blobs in them.
+type countingBatches struct {
 	store.Checkpoints
+	n, batches int
+}
+
+func (c *countingBatches) WriteBatch(ctx context.Context, b store.Batch) error {
+	c.n += len(b.Blobs)
+	c.batches++
+	return c.Checkpoints.(store.BatchWriter).WriteBatch(ctx, b)
+}
+
+// missingOnce reports every child of the first batch's edges as missing.
+type missingOnce struct {
+	*countingBatches
 	failed int
 }
 
-func (m *missingOnce) PutEdges(ctx context.Context, parent content.Digest, children []content.Digest) error {
+func (m *missingOnce) WriteBatch(ctx context.Context, b store.Batch) error {
 	if m.failed == 0 {
 		m.failed++
-		return &blob.MissingError{Digests: children}
+		var kids []content.Digest
+		for _, e := range b.Edges {
+			kids = append(kids, e.Children...)
+		}
+		return &blob.MissingError{Digests: kids}
 	}
-	return m.Checkpoints.PutEdges(ctx, parent, children)
+	return m.countingBatches.WriteBatch(ctx, b)
 }
 
-type failingBlobs struct{ blob.Store }
+type failingBatches struct{ store.Checkpoints }
 
-func (failingBlobs) Put(context.Context, []byte) (content.Digest, error) {
-	return content.Digest{}, errors.New("disk full")
+func (failingBatches) WriteBatch(context.Context, store.Batch) error {
+	return errors.New("disk full")
 }
 
 // defaultPolicy is the policy hosts use unless configured otherwise.

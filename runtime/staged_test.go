@@ -1,0 +1,114 @@
+package runtime_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/cairn-agents/cairn/blob"
+	"github.com/cairn-agents/cairn/content"
+	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/provider"
+	"github.com/cairn-agents/cairn/provider/chat"
+	"github.com/cairn-agents/cairn/provider/endpoint"
+	"github.com/cairn-agents/cairn/runtime"
+	"github.com/cairn-agents/cairn/store"
+)
+
+// puttingBlobs counts the puts that reach the store one by one.
+type puttingBlobs struct {
+	blob.Store
+	puts int
+}
+
+func (p *puttingBlobs) Put(ctx context.Context, data []byte) (content.Digest, error) {
+	p.puts++
+	return p.Store.Put(ctx, data)
+}
+
+// batchingFiles counts the batches written.
+type batchingFiles struct {
+	*store.Memory
+	batches int
+}
+
+func (b *batchingFiles) WriteBatch(ctx context.Context, batch store.Batch) error {
+	b.batches++
+	return b.Memory.WriteBatch(ctx, batch)
+}
+
+// A generation writes its answer, its tool calls' arguments and its
+// cache-report list (with the list's edge) as one batch, and everything
+// its result names is stored when Generate returns, also when the list's
+// base was collected and the batch is written a second time.
+func TestGenerationWritesOneBatch(t *testing.T) {
+	ctx := context.Background()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Looking.",`+
+			`"tool_calls":[{"id":"call_1","type":"function","function":{"name":"vfs_read_file","arguments":"{\"path\":\"/a\"}"}},`+
+			`{"id":"call_2","type":"function","function":{"name":"vfs_read_file","arguments":"{\"path\":\"/b\"}"}}]},"finish_reason":"tool_calls"}],`+
+			`"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}`)
+	}))
+	defer srv.Close()
+	adapters := map[string]provider.Adapter{core.APIChatCompletions: chat.New(endpoint.Static{"p": {BaseURL: srv.URL}}, srv.Client())}
+	mem := blob.NewMemory()
+	puts := &puttingBlobs{Store: mem}
+	files := &batchingFiles{Memory: store.NewMemory(mem)}
+	x := &runtime.Executor{Blobs: puts, Adapters: adapters, Files: files, Pieces: provider.NewPieces(1 << 20)}
+	cfg := core.SessionConfig{Model: core.ModelSelection{ProviderID: "p", APIKind: core.APIChatCompletions, Model: "m"}}
+
+	var entries []core.Entry
+	add := func(kind, role string, ref content.ContentRef) {
+		entries = append(entries, core.Entry{ID: fmt.Sprintf("e%d", len(entries)+1), Kind: kind, Role: role, Source: core.SourceUser, Content: ref})
+	}
+	question, err := blob.PutRef(ctx, mem, []byte("What is in /a?"), content.MediaText, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	add(core.EntryMessage, core.RoleUser, question)
+	var last *content.ContentRef
+	for turn := 1; turn <= 3; turn++ {
+		if turn == 3 { // the list the delta would be based on is collected
+			if _, ok := mem.DeleteIf(last.Digest, func(time.Time) bool { return true }); !ok {
+				t.Fatal("could not delete the last list")
+			}
+		}
+		puts.puts, files.batches = 0, 0
+		w := core.GenerateWork{RunID: "r1", Turn: turn, Config: cfg, Entries: entries, Fingerprint: core.PlanFingerprint(cfg, entries), LastSegments: last}
+		res, err := x.Generate(ctx, "s1", w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Cache == nil || len(res.ToolCalls) != 2 {
+			t.Fatalf("turn %d: cache facts %v, %d tool calls; want facts and 2 calls", turn, res.Cache, len(res.ToolCalls))
+		}
+		wantBatches := map[int]int{1: 1, 2: 1, 3: 2}[turn] // turn 3's delta fails on its collected base
+		if puts.puts != 0 || files.batches != wantBatches {
+			t.Fatalf("turn %d wrote %d blobs one by one and %d batches; want none and %d", turn, puts.puts, files.batches, wantBatches)
+		}
+		named := []content.Digest{res.Cache.Segments.Digest}
+		for _, e := range res.Entries {
+			named = append(named, e.Content.Digest)
+		}
+		for _, c := range res.ToolCalls {
+			named = append(named, c.Arguments.Digest)
+		}
+		if missing, err := mem.Missing(ctx, named); err != nil || len(missing) > 0 {
+			t.Fatalf("turn %d: its result names %v, not stored (%v)", turn, missing, err)
+		}
+		wantDelta := turn == 2
+		if (res.Cache.Segments.MediaType == core.MediaRequestSegmentDelta) != wantDelta {
+			t.Fatalf("turn %d: the list is stored as %s; want a delta: %v", turn, res.Cache.Segments.MediaType, wantDelta)
+		}
+		last = &res.Cache.Segments
+		for _, in := range res.Entries {
+			add(in.Kind, in.Role, in.Content)
+		}
+	}
+}
