@@ -413,7 +413,7 @@ func (s call) readEvents(ctx context.Context, p EventsReadParams) (EventsReadRes
 		limit = defaultEventLimit
 	}
 	limit = min(limit, maxEventLimit)
-	evs, err := s.host.Log().ReadAfter(ctx, p.SessionID, p.After, limit)
+	evs, head, err := s.eventsAfter(ctx, p.SessionID, p.After, limit)
 	if err != nil {
 		return EventsReadResult{}, err
 	}
@@ -435,14 +435,14 @@ func (s call) readEvents(ctx context.Context, p EventsReadParams) (EventsReadRes
 		if ctx.Err() != nil {
 			return EventsReadResult{}, ctx.Err()
 		}
-		if evs, err = s.host.Log().ReadAfter(ctx, p.SessionID, p.After, limit); err != nil {
+		if evs, head, err = s.eventsAfter(ctx, p.SessionID, p.After, limit); err != nil {
 			return EventsReadResult{}, err
 		}
 	}
 	// A page shorter than limit ends at the head; otherwise (or when it is
-	// empty, or the session unknown) the log says where the head is.
-	var head int64
-	if len(evs) == 0 || len(evs) == limit {
+	// empty, or the session unknown) the log says where the head is,
+	// unless the host's memory said it.
+	if head == 0 && (len(evs) == 0 || len(evs) == limit) {
 		life, err := s.host.Log().Session(ctx, p.SessionID)
 		if err != nil {
 			return EventsReadResult{}, err
@@ -455,6 +455,19 @@ func (s call) readEvents(ctx context.Context, p EventsReadParams) (EventsReadRes
 		out.Head = max(out.Head, ev.Seq)
 	}
 	return out, nil
+}
+
+// eventsAfter is a page of the session's events after after: from the
+// host's memory when it holds them, with the head, else from the log
+// (head 0: not known).
+func (s call) eventsAfter(ctx context.Context, sessionID string, after int64, limit int) ([]core.Event, int64, error) {
+	if rh, ok := s.host.(RecentHost); ok {
+		if evs, head, ok := rh.RecentEvents(sessionID, after, limit); ok {
+			return evs, head, nil
+		}
+	}
+	evs, err := s.host.Log().ReadAfter(ctx, sessionID, after, limit)
+	return evs, 0, err
 }
 
 func (s call) readContext(ctx context.Context, p ContextReadParams) (ContextReadResult, error) {

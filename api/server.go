@@ -53,6 +53,15 @@ type LiveHost interface {
 	InspectLive(sessionID string, fn func(*core.State)) bool
 }
 
+// RecentHost is implemented by hosts that keep the tail of a live
+// session's log they committed (the embedded host): RecentEvents returns
+// the events after after (at most limit, if limit > 0) and the head when
+// that tail holds all of them up to the head, else false and
+// session/events/read reads the log.
+type RecentHost interface {
+	RecentEvents(sessionID string, after int64, limit int) ([]core.Event, int64, bool)
+}
+
 // CheckpointHost is implemented by hosts that keep reducer checkpoints;
 // session/read then loads state from the latest one and the event tail
 // instead of replaying the whole log.

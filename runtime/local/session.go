@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairn-agents/cairn/core"
@@ -42,6 +43,8 @@ type session struct {
 	// whenever its front leaves.
 	held      []*heldCommand
 	heldMoved chan struct{}
+	// recent is the tail of the log this host committed (see remember).
+	recent atomic.Pointer[[]core.Event]
 }
 
 func newSession(id string) *session {
@@ -146,8 +149,8 @@ func (h *Host) load(ctx context.Context, id string) (*core.State, runtime.LoadRe
 // drive is rebuilt from the log.
 func (h *Host) commit(s *session, in core.Intent) error {
 	chained, want, err := s.drive.Chain(h.nowMs(), runtime.ChainSteps)
+	var events []core.Event
 	if err == nil {
-		var events []core.Event
 		events, err = h.opt.Log.Append(h.ctx, s.id, chained.ExpectedHead, chained.Proposals)
 		if err == nil && !sameCommit(events, want) {
 			err = fmt.Errorf("session %s: the store committed other events than the ones appended", s.id)
@@ -158,6 +161,7 @@ func (h *Host) commit(s *session, in core.Intent) error {
 		return err
 	}
 	s.drive.Appended()
+	s.remember(events)
 	close(s.changed)
 	s.changed = make(chan struct{})
 	h.mu.Lock()
@@ -188,6 +192,7 @@ func sameCommit(got, want []core.Event) bool {
 // plans nothing, and the next use (current) tries again.
 // The caller holds s.mu.
 func (h *Host) rebuild(s *session) {
+	s.forget()
 	s.drive.Abandon()
 	st, rep, err := h.load(h.ctx, s.id)
 	if err != nil {
