@@ -62,6 +62,13 @@ type RecentHost interface {
 	RecentEvents(sessionID string, after int64, limit int) ([]core.Event, int64, bool)
 }
 
+// StagingHost is implemented by hosts that store the blobs a command
+// brings (a run's input text) with the events that admit it: nothing is
+// stored for a command the session refuses.
+type StagingHost interface {
+	SubmitWith(ctx context.Context, sessionID string, cmd core.Command, blobs [][]byte) (core.Admission, error)
+}
+
 // CheckpointHost is implemented by hosts that keep reducer checkpoints;
 // session/read then loads state from the latest one and the event tail
 // instead of replaying the whole log.

@@ -56,6 +56,15 @@ func (h *Host) CreateSession(ctx context.Context, id string, cfg core.SessionCon
 // Submit admits a command for a session and persists its events before it
 // returns; the session's work then proceeds in the background.
 func (h *Host) Submit(ctx context.Context, sessionID string, cmd core.Command) (core.Admission, error) {
+	return h.SubmitWith(ctx, sessionID, cmd, nil)
+}
+
+// SubmitWith implements api.StagingHost: Submit for a command that names
+// blobs it brings (a run's input text). They are stored in the
+// transaction that appends the command's admission, so a command the
+// session refuses stores nothing, and the blobs cost no commit of their
+// own.
+func (h *Host) SubmitWith(ctx context.Context, sessionID string, cmd core.Command, blobs [][]byte) (core.Admission, error) {
 	if h.ctx.Err() != nil {
 		return core.Admission{}, ErrHostClosed
 	}
@@ -74,7 +83,15 @@ func (h *Host) Submit(ctx context.Context, sessionID string, cmd core.Command) (
 			return core.Admission{}, err
 		}
 	}
+	if len(blobs) > 0 {
+		// The core's own steps first, so the blobs ride with the append
+		// that admits cmd (a failed flush leaves that step to
+		// AdmitAndAppend, which then carries them a step early).
+		runtime.Flush(h.on(s))
+		s.brought = blobs
+	}
 	adm, err := runtime.AdmitAndAppend(h.on(s), cmd)
+	s.brought = nil
 	if err != nil {
 		return adm, err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/runtime"
+	"github.com/cairn-agents/cairn/store"
 )
 
 // session is a loaded session: its drive, its in-flight work and a channel
@@ -45,6 +46,9 @@ type session struct {
 	heldMoved chan struct{}
 	// recent is the tail of the log this host committed (see remember).
 	recent atomic.Pointer[[]core.Event]
+	// brought are the blobs of the command being admitted, for the next
+	// commit to store with its events (see SubmitWith).
+	brought [][]byte
 }
 
 func newSession(id string) *session {
@@ -151,7 +155,8 @@ func (h *Host) commit(s *session, in core.Intent) error {
 	chained, want, err := s.drive.Chain(h.nowMs(), runtime.ChainSteps)
 	var events []core.Event
 	if err == nil {
-		events, err = h.opt.Log.Append(h.ctx, s.id, chained.ExpectedHead, chained.Proposals)
+		events, err = store.AppendBatch(h.ctx, h.opt.Log, h.opt.Blobs, s.id, chained.ExpectedHead, chained.Proposals, store.Batch{Blobs: s.brought})
+		s.brought = nil
 		if err == nil && !sameCommit(events, want) {
 			err = fmt.Errorf("session %s: the store committed other events than the ones appended", s.id)
 		}

@@ -17,6 +17,13 @@ import (
 // Append implements store.SessionLog: the head check, the ref check, the
 // events, the roots and the catalog row commit together or not at all.
 func (s *Store) Append(ctx context.Context, sessionID string, expectedHead int64, proposals []core.Proposal) ([]core.Event, error) {
+	return s.AppendBatch(ctx, sessionID, expectedHead, proposals, store.Batch{})
+}
+
+// AppendBatch implements store.BatchAppender: as Append, with b written
+// first in the same transaction (a large blob of b is put before it, on
+// its own, as WriteBatch does).
+func (s *Store) AppendBatch(ctx context.Context, sessionID string, expectedHead int64, proposals []core.Proposal, b store.Batch) ([]core.Event, error) {
 	refs, err := store.PrepareAppend(sessionID, expectedHead, proposals)
 	if err != nil {
 		return nil, err
@@ -25,8 +32,15 @@ func (s *Store) Append(ctx context.Context, sessionID string, expectedHead int64
 	if err != nil {
 		return nil, err
 	}
+	batch, err := s.prepareBatch(ctx, b)
+	if err != nil {
+		return nil, err
+	}
 	var events []core.Event
 	err = s.writeTx(ctx, func(tx stmtTx) error {
+		if err := s.writeBatchIn(ctx, tx, batch); err != nil {
+			return err
+		}
 		life := core.Lifecycle{SessionID: sessionID}
 		var head int64
 		var lifeJSON []byte

@@ -53,6 +53,7 @@ func Run(t *testing.T, newStores func(t *testing.T) (store.SessionLog, blob.Stor
 		{"BatchWritesBlobsAndEdgesTogether", testBatch},
 		{"BatchWithAnAbsentChildRecordsNoEdge", testBatchMissing},
 		{"BatchWithAnInvalidEdgeWritesNothing", testBatchInvalid},
+		{"AppendBatchStoresItsBlobsWithTheEvents", testAppendBatch},
 		{"WorkspacesCreateReadList", testWorkspaceCreateRead},
 		{"WorkspaceDuplicateCreateFails", testWorkspaceDuplicate},
 		{"WorkspaceMoveHeadIncrementsRevision", testWorkspaceMove},
@@ -850,4 +851,45 @@ func testBatchInvalid(f *fixture) {
 		f.t.Fatalf("the batch's blob after an invalid edge: missing %v, %v; want it not stored", missing, err)
 	}
 	f.wantChildren(e, child)
+}
+
+func testAppendBatch(f *fixture) {
+	a, ok := f.log.(store.BatchAppender)
+	if !ok {
+		f.t.Skip("the log appends no batches: store.AppendBatch writes the batch, then appends")
+	}
+	input := []byte("the run's input")
+	d := content.Sum(input)
+	absent := content.Sum([]byte("never stored"))
+	f.append("s1", 0, opened("s1", 1))
+	notStored := func(what string) {
+		f.t.Helper()
+		if missing, err := f.blobs.Missing(f.ctx, []content.Digest{d}); err != nil || len(missing) != 1 {
+			f.t.Fatalf("%s: the batch's blob is stored (missing %v, %v)", what, missing, err)
+		}
+	}
+	// A head conflict and a ref to a blob in neither the batch nor the
+	// store each reject the append, and the batch's blob is not stored.
+	_, err := a.AppendBatch(f.ctx, "s1", 5, []core.Proposal{refs(2, textRef(d))}, store.Batch{Blobs: [][]byte{input}})
+	f.wantConflict(err, "s1", 5, 1)
+	notStored("after a head conflict")
+	_, err = a.AppendBatch(f.ctx, "s1", 1, []core.Proposal{refs(2, textRef(d), textRef(absent))}, store.Batch{Blobs: [][]byte{input}})
+	f.wantMissing(err, absent)
+	notStored("after a missing ref")
+	f.wantSeqs("events after rejected appends", f.readAfter("s1", 0, 0), 1)
+
+	// The events may name the batch's blobs; both are stored, and the blob
+	// is a root of the session.
+	evs, err := a.AppendBatch(f.ctx, "s1", 1, []core.Proposal{refs(2, textRef(d))}, store.Batch{Blobs: [][]byte{input}})
+	if err != nil || len(evs) != 1 || evs[0].Seq != 2 {
+		f.t.Fatalf("AppendBatch = %v, %v; want event 2", evs, err)
+	}
+	f.wantBlob(d, string(input))
+	f.wantSeqs("events after the append", f.readAfter("s1", 0, 0), 1, 2)
+	roots, err := f.log.(interface {
+		Roots(context.Context, string) ([]content.Digest, error)
+	}).Roots(f.ctx, "s1")
+	if err != nil || !slices.Contains(roots, d) {
+		f.t.Fatalf("roots %v (%v); want the batch's blob among them", roots, err)
+	}
 }
