@@ -73,7 +73,10 @@ func admit(s *State, cmd Command) (Admission, error) {
 	case GenerationResult:
 		return admitGeneration(s, c)
 	case ToolResult:
+		c.client = false // only SubmitToolOutput answers a client's call
 		return admitToolResult(s, c)
+	case SubmitToolOutput:
+		return admitSubmitToolOutput(s, c)
 	case RequestCompaction:
 		return admitRequestCompaction(s, c)
 	case CompactionResult:
@@ -121,7 +124,7 @@ func ValidateConfig(cfg SessionConfig) error {
 			return reject(RejectInvalidConfiguration, "tool %q is granted twice", t)
 		}
 	}
-	return nil
+	return validateClientTools(cfg)
 }
 
 // canonicalConfig validates a config and puts its provider parameters in
@@ -132,6 +135,14 @@ func canonicalConfig(cfg SessionConfig) (SessionConfig, error) {
 	}
 	if len(cfg.ProviderParams) > 0 {
 		cfg.ProviderParams, _ = content.Canonical(cfg.ProviderParams) // validated above
+	}
+	if len(cfg.ClientTools) > 0 {
+		tools := make([]ClientTool, len(cfg.ClientTools))
+		for i, t := range cfg.ClientTools {
+			t.Parameters, _ = content.Canonical(t.Parameters) // validated above
+			tools[i] = t
+		}
+		cfg.ClientTools = tools
 	}
 	return cfg, nil
 }
@@ -349,6 +360,7 @@ func stopTurn(b *batch, r *Run, status string, result EntryInput, outcome string
 		}
 		completeCall(b, r.ID, t.N, call.ToolCall, status, result)
 	}
+	applyResults(b, r.ID, t.N, turnCalls(t), t)
 	if t.BatchStarted {
 		b.add(KindToolBatchCompleted, turnJoins(r.ID, t.N), ToolBatchCompleted{RunID: r.ID, Turn: t.N})
 	}
@@ -362,16 +374,64 @@ func constantResult(ref ContentRefBytes, preview string) EntryInput {
 	return EntryInput{Content: ref.Ref, TokenEstimate: TokenEstimate{Tokens: int64(len(ref.Bytes)+3)/4 + 4, Quality: EstimateHeuristic}, Preview: preview}
 }
 
-// completeCall proposes a call's completion and its result entry.
+// completeCall proposes a call's completion. Its result entry joins the
+// context when the batch ends (applyResults): a batch's results then
+// stand in the order the model called them, whatever order they finish
+// in, and the next request carries them so.
 func completeCall(b *batch, runID string, turn int, call ToolCall, status string, result EntryInput) {
-	joins := callJoins(runID, turn, call.CallID)
-	b.add(KindToolCallCompleted, joins, ToolCallCompleted{RunID: runID, Turn: turn, CallID: call.CallID, Status: status, Result: result.Content})
 	result.Kind, result.Role, result.CallID, result.ToolName, result.Key, result.Scope = EntryToolResult, "", call.CallID, call.Name, "", ""
-	source := SourceTool
-	if status != CallOK && status != CallError {
-		source = SourceRuntime
+	if b.s.resultsPerCall {
+		joins := callJoins(runID, turn, call.CallID)
+		b.add(KindToolCallCompleted, joins, ToolCallCompleted{RunID: runID, Turn: turn, CallID: call.CallID, Status: status, Result: result.Content})
+		b.entries([]EntryInput{result}, resultSource(status), runID, joins)
+		return
 	}
-	b.entries([]EntryInput{result}, source, runID, joins)
+	b.add(KindToolCallCompleted, callJoins(runID, turn, call.CallID), ToolCallCompleted{RunID: runID, Turn: turn, CallID: call.CallID, Status: status, Result: result.Content, Entry: &result})
+	if b.done == nil {
+		b.done = map[string]doneCall{}
+	}
+	b.done[call.CallID] = doneCall{entry: result, status: status}
+}
+
+// doneCall is a call completed by the batch being built.
+type doneCall struct {
+	entry  EntryInput
+	status string
+}
+
+// resultSource is who a result with status comes from.
+func resultSource(status string) string {
+	if status != CallOK && status != CallError {
+		return SourceRuntime
+	}
+	return SourceTool
+}
+
+// applyResults proposes the result entries of a batch that ends, in the
+// order of calls: those completed by b, then those held by t's calls
+// since an earlier admission. (A call completed by an older core applied
+// its entry then and holds none.)
+func applyResults(b *batch, runID string, turn int, calls []ToolCall, t *Turn) {
+	for _, c := range calls {
+		d, ok := b.done[c.CallID]
+		if !ok && t != nil {
+			if held := t.call(c.CallID); held != nil && held.Result != nil {
+				d, ok = doneCall{entry: *held.Result, status: held.Status}, true
+			}
+		}
+		if ok {
+			b.entries([]EntryInput{d.entry}, resultSource(d.status), runID, callJoins(runID, turn, c.CallID))
+		}
+	}
+}
+
+// turnCalls are the calls of t, in the order the model made them.
+func turnCalls(t *Turn) []ToolCall {
+	out := make([]ToolCall, len(t.Calls))
+	for i, c := range t.Calls {
+		out[i] = c.ToolCall
+	}
+	return out
 }
 
 func admitAppendContext(s *State, c AppendContext) (Admission, error) {
@@ -638,9 +698,13 @@ func admitGeneration(s *State, c GenerationResult) (Admission, error) {
 				completeCall(b, r.ID, t.N, call, CallUnavailable, constantResult(ContentRefBytes{ToolUnavailableRef, ToolUnavailableBytes}, "unavailable"))
 				continue
 			}
+			if s.Config.clientTool(call.Name) != nil {
+				b.add(KindToolCallAwaiting, callJoins(r.ID, t.N, call.CallID), ToolCallAwaiting{RunID: r.ID, Turn: t.N, CallID: call.CallID, Name: call.Name})
+			}
 			open++
 		}
 		if open == 0 {
+			applyResults(b, r.ID, t.N, calls, nil)
 			b.add(KindToolBatchCompleted, joins, ToolBatchCompleted{RunID: r.ID, Turn: t.N})
 			b.add(KindTurnCompleted, joins, TurnCompleted{RunID: r.ID, Turn: t.N, Outcome: TurnOutcomeToolCalls})
 		}
@@ -675,7 +739,7 @@ func admitToolResult(s *State, c ToolResult) (Admission, error) {
 		return Admission{}, err
 	}
 	call := t.call(c.CallID)
-	if call == nil || !call.Started || call.Completed {
+	if call == nil || !call.Started || call.Completed || call.Awaiting != c.client {
 		return Admission{}, reject(RejectStaleResult, "call %s of run %s turn %d is not open", c.CallID, c.RunID, c.Turn)
 	}
 	switch c.Status {
@@ -696,6 +760,7 @@ func admitToolResult(s *State, c ToolResult) (Admission, error) {
 	}
 	if open == 0 {
 		joins := turnJoins(r.ID, t.N)
+		applyResults(b, r.ID, t.N, turnCalls(t), t)
 		b.add(KindToolBatchCompleted, joins, ToolBatchCompleted{RunID: r.ID, Turn: t.N})
 		b.add(KindTurnCompleted, joins, TurnCompleted{RunID: r.ID, Turn: t.N, Outcome: TurnOutcomeToolCalls})
 	}

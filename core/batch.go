@@ -13,7 +13,8 @@ type batch struct {
 	rev       int64
 	nextEntry int64
 	props     []Proposal
-	catalogs  map[string]string // catalog key -> id of the version this batch proposed last
+	catalogs  map[string]string   // catalog key -> id of the version this batch proposed last
+	done      map[string]doneCall // call id -> completed by this batch (see completeCall)
 }
 
 func (s *State) newBatch(at int64) *batch {

@@ -85,9 +85,11 @@ type turnState struct {
 
 type callState struct {
 	ToolCall
-	Started   bool   `json:"started"`
-	Completed bool   `json:"completed"`
-	Status    string `json:"status,omitempty"`
+	Started   bool        `json:"started"`
+	Awaiting  bool        `json:"awaiting,omitempty"`
+	Completed bool        `json:"completed"`
+	Status    string      `json:"status,omitempty"`
+	Result    *EntryInput `json:"result,omitempty"`
 }
 
 // EncodeCheckpoint returns the state as canonical JSON, in one piece
@@ -127,7 +129,7 @@ func (s *State) checkpoint() checkpoint {
 				GenRequested: t.GenRequested, GenCompleted: t.GenCompleted, BatchStarted: t.BatchStarted,
 				BatchCompleted: t.BatchCompleted, Completed: t.Completed, Outcome: t.Outcome, LastMessage: t.LastMessage}
 			for _, c := range t.Calls {
-				ts.Calls = append(ts.Calls, callState{ToolCall: c.ToolCall, Started: c.Started, Completed: c.Completed, Status: c.Status})
+				ts.Calls = append(ts.Calls, callState{ToolCall: c.ToolCall, Started: c.Started, Awaiting: c.Awaiting, Completed: c.Completed, Status: c.Status, Result: c.Result})
 			}
 			rs.Turn = ts
 		}
@@ -193,7 +195,7 @@ func (cp checkpoint) state() (*State, error) {
 				GenRequested: ts.GenRequested, GenCompleted: ts.GenCompleted, BatchStarted: ts.BatchStarted,
 				BatchCompleted: ts.BatchCompleted, Completed: ts.Completed, Outcome: ts.Outcome, LastMessage: ts.LastMessage}
 			for _, c := range ts.Calls {
-				t.Calls = append(t.Calls, &Call{ToolCall: c.ToolCall, Started: c.Started, Completed: c.Completed, Status: c.Status})
+				t.Calls = append(t.Calls, &Call{ToolCall: c.ToolCall, Started: c.Started, Awaiting: c.Awaiting, Completed: c.Completed, Status: c.Status, Result: c.Result})
 			}
 			r.Turn = t
 		}

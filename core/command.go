@@ -116,6 +116,9 @@ type ToolResult struct {
 	CallID string     `json:"callId"`
 	Status string     `json:"status"`
 	Result EntryInput `json:"result"`
+	// client is set for a client tool's result (SubmitToolOutput): only
+	// those answer a call that awaits the client.
+	client bool
 }
 
 func (OpenSession) command()      {}
@@ -129,3 +132,4 @@ func (AppendContext) command()    {}
 func (RemoveContext) command()    {}
 func (GenerationResult) command() {}
 func (ToolResult) command()       {}
+func (SubmitToolOutput) command() {}

@@ -184,6 +184,12 @@ func appendHeader(b []byte, cfg SessionConfig) []byte {
 	for _, t := range cfg.Tools {
 		p.field(t)
 	}
+	for _, t := range cfg.ClientTools { // none leave older fingerprints unchanged
+		p.field("client tool")
+		p.field(t.Name)
+		p.field(t.Description)
+		p.field(string(t.Parameters))
+	}
 	return p.buf
 }
 

@@ -28,8 +28,10 @@ const (
 )
 
 // goldenScenario is a deterministic session that writes every event kind.
-func goldenScenario(t *testing.T) *harness {
-	h := newHarness(t, testConfig("search"))
+func goldenScenario(t *testing.T) *harness { return goldenScenarioOn(t, core.NewState()) }
+
+func goldenScenarioOn(t *testing.T, st *core.State) *harness {
+	h := newHarnessOn(t, st, testConfig("search"))
 	h.mustAdmit(core.AppendContext{AtMs: h.tick(), Entries: []core.EntryInput{
 		entryText(core.EntryMessage, "note", "remember acorn"),
 		entryText(core.EntryInstructions, "instructions.style", "use bullet points"),
@@ -78,6 +80,16 @@ func goldenScenario(t *testing.T) *harness {
 	h.mustAdmit(core.StartRun{AtMs: h.tick(), RunID: "r5", Input: []core.InputItem{audio("call.wav", "wav bytes")}})
 	h.mustAdmit(core.TranscriptionResult{AtMs: h.tick(), RunID: h.expectTranscribe().RunID,
 		Failure: &core.Failure{Kind: core.FailureTranscription, Message: "provider error (terminal, HTTP 400): unsupported audio"}})
+
+	// A client tool: its call waits for the client's result.
+	cfg.ClientTools = []core.ClientTool{{Name: "lookup", Description: "Look a ticket up.", Parameters: []byte(`{"type":"object"}`)}}
+	cfg.Tools = append(cfg.Tools, "lookup")
+	h.mustAdmit(core.ChangeConfig{AtMs: h.tick(), Config: cfg})
+	h.mustAdmit(core.StartRun{AtMs: h.tick(), RunID: "r6", Input: input("what is ticket 7?")})
+	h.callTools(call("call-7", "lookup"))
+	h.expectIdle()
+	h.mustAdmit(core.SubmitToolOutput{AtMs: h.tick(), CallID: "call-7", Result: entryText(core.EntryToolResult, "", "ticket 7: open")})
+	h.answer("Ticket 7 is open.")
 	h.mustAdmit(core.CloseSession{AtMs: h.tick(), Reason: "done"})
 	return h
 }
@@ -202,8 +214,69 @@ func TestGolden_EveryEventKindEncodingIsPinned(t *testing.T) {
 	}
 }
 
-func readGoldenLog(t *testing.T) []core.Event {
-	f, err := os.Open(goldenLog)
+func readGoldenLog(t *testing.T) []core.Event { return readLog(t, goldenLog) }
+
+// olderLog is the golden log as the core of 2026-12-03 wrote it: each
+// tool result joined the context as its call completed.
+const olderLog = "testdata/older-session-per-call-results.jsonl"
+
+// A log an older core wrote still replays: its results, applied as each
+// call completed, stay where they are, one per call, and a checkpoint of
+// the replayed state restores it.
+func TestGolden_OlderLogWithPerCallResultsReplays(t *testing.T) {
+	s := core.NewState()
+	for _, ev := range readLog(t, olderLog) {
+		if err := s.Apply(ev); err != nil {
+			t.Fatalf("older log: %v", err)
+		}
+		if ev.Kind == core.KindToolBatchCompleted { // r1's batch: both results in
+			var results []string
+			for _, e := range s.Context() {
+				if e.Kind == core.EntryToolResult {
+					results = append(results, e.CallID)
+				}
+			}
+			requireKinds(t, results, "call-2", "call-1") // as they completed
+			requireEveryToolCallAnswered(t, s)
+		}
+	}
+	if !s.Closed || s.HasWork() || len(s.Runs()) != 5 {
+		t.Fatalf("older log replays to %d runs, closed %v", len(s.Runs()), s.Closed)
+	}
+	requireEveryToolCallAnswered(t, s)
+	cp, err := core.EncodeCheckpoint(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored, err := core.DecodeCheckpoint(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := core.EncodeCheckpoint(restored)
+	if !bytes.Equal(cp, again) {
+		t.Fatal("the replayed older log does not survive its checkpoint")
+	}
+}
+
+// A state told to apply results per call proposes what the older core did:
+// the golden scenario then writes the older log's events, byte for byte,
+// up to where the scenario goes on past it.
+func TestGolden_ResultsPerCallProposeWhatTheOlderCoreDid(t *testing.T) {
+	st := core.NewState()
+	st.ApplyResultsPerCall()
+	h := goldenScenarioOn(t, st)
+	older := readLog(t, olderLog)
+	same := len(older) - 1 // all but its session.closed
+	for i := range same {
+		got, want := encodeEvent(t, h.events[i]), encodeEvent(t, older[i])
+		if !bytes.Equal(got, want) {
+			t.Fatalf("event %d:\n got  %s\n want %s", i+1, got, want)
+		}
+	}
+}
+
+func readLog(t *testing.T, path string) []core.Event {
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,6 +320,7 @@ var payloadTypes = map[string]any{
 	core.KindToolCallStarted:           core.ToolCallStarted{},
 	core.KindToolCallCompleted:         core.ToolCallCompleted{},
 	core.KindToolBatchCompleted:        core.ToolBatchCompleted{},
+	core.KindToolCallAwaiting:          core.ToolCallAwaiting{},
 	core.KindContextEntriesApplied:     core.ContextEntriesApplied{},
 	core.KindContextEntriesRemoved:     core.ContextEntriesRemoved{},
 	core.KindContextKeysRemoved:        core.ContextKeysRemoved{},
@@ -267,14 +341,14 @@ func TestGolden_FixturesDecodeAndApplyInOrder(t *testing.T) {
 			t.Fatalf("golden log: %v", err)
 		}
 	}
-	if !s.Closed || s.HasWork() || len(s.Runs()) != 5 {
+	if !s.Closed || s.HasWork() || len(s.Runs()) != 6 {
 		t.Fatalf("golden log replays to %+v", s)
 	}
 	statuses := []string{}
 	for _, r := range s.Runs() {
 		statuses = append(statuses, r.Status)
 	}
-	requireKinds(t, statuses, core.StatusCompleted, core.StatusFailed, core.StatusCancelled, core.StatusCompleted, core.StatusFailed)
+	requireKinds(t, statuses, core.StatusCompleted, core.StatusFailed, core.StatusCancelled, core.StatusCompleted, core.StatusFailed, core.StatusCompleted)
 
 	files, err := filepath.Glob(filepath.Join(goldenDir, "*.json"))
 	if err != nil || len(files) == 0 {

@@ -37,7 +37,13 @@ func testConfig(tools ...string) core.SessionConfig {
 // newHarness opens session "s1" with the given config and instructions "be brief".
 func newHarness(t tb, cfg core.SessionConfig) *harness {
 	t.Helper()
-	h := &harness{t: t, d: core.NewDrive(core.NewState()), now: 1_000}
+	return newHarnessOn(t, core.NewState(), cfg)
+}
+
+// newHarnessOn is newHarness over a given empty state.
+func newHarnessOn(t tb, st *core.State, cfg core.SessionConfig) *harness {
+	t.Helper()
+	h := &harness{t: t, d: core.NewDrive(st), now: 1_000}
 	in := entryText(core.EntryInstructions, "", "be brief")
 	h.mustAdmit(core.OpenSession{AtMs: h.tick(), SessionID: "s1", Config: cfg, Instructions: &in})
 	return h

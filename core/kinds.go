@@ -35,6 +35,9 @@ const (
 	KindToolCallStarted    = "tools.call_started"
 	KindToolCallCompleted  = "tools.call_completed"
 	KindToolBatchCompleted = "tools.batch_completed"
+	// KindToolCallAwaiting: a started call waits for its result from the
+	// client (a client tool): the host does not run it.
+	KindToolCallAwaiting = "tools.call_awaiting"
 
 	KindContextEntriesApplied = "context.entries_applied"
 	KindContextEntriesRemoved = "context.entries_removed"
@@ -71,6 +74,9 @@ type SessionConfig struct {
 	Model ModelSelection `json:"model"`
 	// Tools are granted tool names, in the order they are presented to the model.
 	Tools []string `json:"tools,omitempty"`
+	// ClientTools define the granted tools the client runs (see
+	// ClientTool); each is also named in Tools, which orders them all.
+	ClientTools []ClientTool `json:"clientTools,omitempty"`
 	// MaxTurns bounds the turns of one run; 0 means DefaultMaxTurns.
 	MaxTurns int `json:"maxTurns,omitempty"`
 	// Links mount workspaces (resolved to their current head at each

@@ -137,6 +137,16 @@ type ToolCallCompleted struct {
 	CallID string             `json:"callId"`
 	Status string             `json:"status"`
 	Result content.ContentRef `json:"result"`
+	// Entry is the result as the context entry it becomes when the batch
+	// ends (absent in events of older cores, which applied it at once).
+	Entry *EntryInput `json:"entry,omitempty"`
+}
+
+type ToolCallAwaiting struct {
+	RunID  string `json:"runId"`
+	Turn   int    `json:"turn"`
+	CallID string `json:"callId"`
+	Name   string `json:"name"`
 }
 
 type ToolBatchCompleted struct {

@@ -38,9 +38,12 @@ func plan(s *State, at int64, fps **FingerprintMemo) Intent {
 	case t.BatchStarted && !t.BatchCompleted:
 		work := &ToolWork{RunID: r.ID, Turn: t.N}
 		for _, c := range t.Calls {
-			if c.Started && !c.Completed {
+			if c.Started && !c.Completed && !c.Awaiting {
 				work.Calls = append(work.Calls, c.ToolCall)
 			}
+		}
+		if len(work.Calls) == 0 {
+			return Intent{Kind: IntentIdle} // the client's calls: it submits their results
 		}
 		return Intent{Kind: IntentInvokeTools, Tools: work}
 	}

@@ -41,7 +41,7 @@ func mustEncode(t tb, s *core.State) []byte {
 }
 
 func newPropModel(t tb) *propModel {
-	return &propModel{h: newHarness(t, transcribing("a", "b")), shadow: core.NewState(), requests: map[string][]core.Entry{}, chunks: map[content.Digest][]byte{}}
+	return &propModel{h: newHarness(t, propConfig()), shadow: core.NewState(), requests: map[string][]core.Entry{}, chunks: map[content.Digest][]byte{}}
 }
 
 var texts = []string{"x", "y", "z"}
@@ -117,6 +117,10 @@ func (m *propModel) drawCommand(t *rapid.T) core.Command {
 		}
 		return res
 	case pick < 50:
+		if rapid.IntRange(0, 3).Draw(t, "clientResult") == 3 { // a client tool's result, for any call id
+			return core.SubmitToolOutput{AtMs: at, CallID: "c" + itoa(rapid.IntRange(1, m.calls+1).Draw(t, "clientCall")),
+				IsError: rapid.Bool().Draw(t, "clientError"), Result: entryText(core.EntryToolResult, "", rapid.SampledFrom(texts).Draw(t, "clientOutput"))}
+		}
 		if in.Kind != core.IntentInvokeTools || rapid.IntRange(0, 9).Draw(t, "staleTool") == 9 {
 			return core.ToolResult{AtMs: at, RunID: "r" + itoa(rapid.IntRange(0, m.runs).Draw(t, "staleRun")), Turn: 1, CallID: "c" + itoa(rapid.IntRange(0, m.calls+1).Draw(t, "staleCall")), Status: core.CallOK, Result: entryText(core.EntryToolResult, "", "stale")}
 		}
@@ -191,6 +195,9 @@ func (m *propModel) drawCommand(t *rapid.T) core.Command {
 			cfg.Model.APIKind = core.APIAnthropicMessages
 		}
 		cfg.MaxTurns = rapid.IntRange(0, 4).Draw(t, "maxTurns")
+		if slices.Contains(cfg.Tools, "b") && rapid.Bool().Draw(t, "clientTool") {
+			cfg.ClientTools = propConfig().ClientTools
+		}
 		if rapid.IntRange(0, 3).Draw(t, "transcription") > 0 {
 			cfg.Transcription = &whisper
 		}
@@ -422,7 +429,7 @@ func TestProperty_RandomCommandSequencesKeepCoreInvariants(t *testing.T) {
 
 		// (d) Determinism: the same commands against an independent
 		// session give byte-identical events.
-		other := newHarness(t, transcribing("a", "b"))
+		other := newHarness(t, propConfig())
 		for _, cmd := range m.cmds {
 			_, _ = other.admit(cmd)
 		}
@@ -456,4 +463,12 @@ func TestProperty_GeneratorCoversEveryEventKind(t *testing.T) {
 			t.Errorf("no random sequence wrote a %s event", k)
 		}
 	}
+}
+
+// propConfig is the sessions' first config: tools a and b, b run by the
+// client, and transcription.
+func propConfig() core.SessionConfig {
+	cfg := transcribing("a", "b")
+	cfg.ClientTools = []core.ClientTool{{Name: "b", Parameters: []byte(`{"type":"object"}`)}}
+	return cfg
 }

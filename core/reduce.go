@@ -308,6 +308,16 @@ func (s *State) applyTurn(ev Event, r *Run) error {
 			return fmt.Errorf("unknown call %s", p.CallID)
 		}
 		c.Started = true
+	case KindToolCallAwaiting:
+		p, err := decode[ToolCallAwaiting](ev)
+		if err != nil {
+			return err
+		}
+		c := t.call(p.CallID)
+		if c == nil || !c.Started || c.Completed {
+			return fmt.Errorf("call %s is not open", p.CallID)
+		}
+		c.Awaiting = true
 	case KindToolCallCompleted:
 		p, err := decode[ToolCallCompleted](ev)
 		if err != nil {
@@ -317,9 +327,12 @@ func (s *State) applyTurn(ev Event, r *Run) error {
 		if c == nil || c.Completed {
 			return fmt.Errorf("call %s is not open", p.CallID)
 		}
-		c.Completed, c.Status = true, p.Status
+		c.Completed, c.Status, c.Result = true, p.Status, p.Entry
 	case KindToolBatchCompleted:
 		t.BatchCompleted = true
+		for _, c := range t.Calls {
+			c.Result = nil // applied by now
+		}
 	case KindTurnCompleted:
 		p, err := decode[TurnCompleted](ev)
 		if err != nil {

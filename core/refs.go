@@ -53,6 +53,8 @@ func payloadOf(kind string) any {
 		return new(ToolCallCompleted)
 	case KindToolBatchCompleted:
 		return new(ToolBatchCompleted)
+	case KindToolCallAwaiting:
+		return new(ToolCallAwaiting)
 	case KindContextEntriesApplied:
 		return new(ContextEntriesApplied)
 	case KindContextEntriesRemoved:

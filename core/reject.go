@@ -14,6 +14,11 @@ const (
 	RejectSessionExists        = "session_exists"
 	RejectNoActiveRun          = "no_active_run"
 	RejectStaleResult          = "stale_result"
+	// A client tool's result for a call that is not awaiting one: no such
+	// call of a running run (unknown, not a client tool's, or its run has
+	// ended), or one already answered.
+	RejectUnknownCall  = "unknown_call"
+	RejectCallAnswered = "call_answered"
 )
 
 // Rejection is a typed admission refusal. A rejected command changes nothing.

@@ -45,16 +45,17 @@ func TestSpec_CancelDuringToolBatchGivesEveryUnfinishedCallACancelledResult(t *t
 	}
 	requireKinds(t, h.kindsSince(mark),
 		core.KindRunCancelRequested,
-		core.KindToolCallCompleted, core.KindContextEntriesApplied,
-		core.KindToolCallCompleted, core.KindContextEntriesApplied,
+		core.KindToolCallCompleted, core.KindToolCallCompleted,
+		// c1, c2 (finished before the cancel) and c3, in call order
+		core.KindContextEntriesApplied, core.KindContextEntriesApplied, core.KindContextEntriesApplied,
 		core.KindToolBatchCompleted, core.KindTurnCompleted, core.KindRunCancelled)
-	for _, i := range []int{1, 3} {
+	for _, i := range []int{1, 2} {
 		p := payload[core.ToolCallCompleted](t, h.events[mark+i])
 		if p.Status != core.CallCancelled || p.Result != core.ToolCancelledRef {
 			t.Fatalf("call completion %+v", p)
 		}
 	}
-	if tc := payload[core.TurnCompleted](t, h.events[mark+6]); tc.Outcome != core.TurnOutcomeCancelled {
+	if tc := payload[core.TurnCompleted](t, h.events[mark+7]); tc.Outcome != core.TurnOutcomeCancelled {
 		t.Fatalf("turn outcome %s", tc.Outcome)
 	}
 	if rc := payload[core.RunCancelRequested](t, h.events[mark]); rc.Reason != "user" {

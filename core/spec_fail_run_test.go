@@ -22,16 +22,16 @@ func TestSpec_FailRunEndsARunWhoseResultCannotBeAdmitted(t *testing.T) {
 	if a.Status != core.StatusFailed {
 		t.Fatalf("admission %+v", a)
 	}
-	requireKinds(t, h.kindsSince(mark)[:5],
-		core.KindToolCallCompleted, core.KindContextEntriesApplied,
+	requireKinds(t, h.kindsSince(mark)[:6],
+		core.KindToolCallCompleted, core.KindContextEntriesApplied, core.KindContextEntriesApplied, // c1's and c2's results
 		core.KindToolBatchCompleted, core.KindTurnCompleted, core.KindRunFailed)
 	if p := payload[core.ToolCallCompleted](t, h.events[mark]); p.CallID != "c2" || p.Status != core.CallFailed || p.Result != core.ToolFailedRef {
 		t.Fatalf("call completion %+v", p)
 	}
-	if tc := payload[core.TurnCompleted](t, h.events[mark+3]); tc.Outcome != core.TurnOutcomeFailed {
+	if tc := payload[core.TurnCompleted](t, h.events[mark+4]); tc.Outcome != core.TurnOutcomeFailed {
 		t.Fatalf("turn outcome %s", tc.Outcome)
 	}
-	if rf := payload[core.RunFailed](t, h.events[mark+4]); rf.Error != f {
+	if rf := payload[core.RunFailed](t, h.events[mark+5]); rf.Error != f {
 		t.Fatalf("run failure %+v", rf.Error)
 	}
 	requireEveryToolCallAnswered(t, h.state())

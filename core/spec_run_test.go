@@ -130,12 +130,19 @@ func TestSpec_UngrantedToolGetsUnavailableResultWithoutInvocation(t *testing.T) 
 	if len(completed) != 1 || completed[0].CallID != "c2" || completed[0].Status != core.CallUnavailable || completed[0].Result != core.ToolUnavailableRef {
 		t.Fatalf("completed calls %+v, want c2 unavailable with the constant result", completed)
 	}
+	// The results join the context when the batch ends, in call order.
+	h.mustAdmit(toolResult(h.tick(), w, "c1", core.CallOK, "{}"))
 	var result *core.Entry
+	var order []string
 	for _, e := range h.state().Context() {
+		if e.Kind == core.EntryToolResult {
+			order = append(order, e.CallID)
+		}
 		if e.Kind == core.EntryToolResult && e.CallID == "c2" {
 			result = &e
 		}
 	}
+	requireKinds(t, order, "c1", "c2")
 	if result == nil || result.Content != core.ToolUnavailableRef || result.Source != core.SourceRuntime || result.ToolName != "shell" || result.RunID != "r1" {
 		t.Fatalf("c2 result entry %+v", result)
 	}
@@ -143,7 +150,6 @@ func TestSpec_UngrantedToolGetsUnavailableResultWithoutInvocation(t *testing.T) 
 		t.Fatalf("constant result estimate %+v", result.TokenEstimate)
 	}
 
-	h.mustAdmit(toolResult(h.tick(), w, "c1", core.CallOK, "{}"))
 	if g := h.expectGenerate(); g.Turn != 2 {
 		t.Fatalf("turn %d", g.Turn)
 	}
@@ -212,7 +218,8 @@ func TestSpec_ParallelToolCallsAllInvokedAndBatchCompletesAfterLast(t *testing.T
 			results = append(results, e.CallID+"="+e.Preview)
 		}
 	}
-	requireKinds(t, results, "c3=3", "c1=boom", "c2=2")
+	// The results stand in the order of the calls, not of their arrival.
+	requireKinds(t, results, "c1=boom", "c2=2", "c3=3")
 }
 
 func TestSpec_ToolResultForUnknownCallOrBadStatusIsRejected(t *testing.T) {

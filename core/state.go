@@ -41,6 +41,10 @@ type State struct {
 	// list is stored as a delta on it, so what is stored depends on the
 	// log alone, not on what an executor remembers.
 	LastSegments *content.ContentRef
+
+	// resultsPerCall: apply each tool result as its call completes (see
+	// ApplyResultsPerCall). A host's choice, never in a checkpoint.
+	resultsPerCall bool
 }
 
 // Run is the reducer's view of one run.
@@ -87,10 +91,23 @@ type Turn struct {
 // Call is one tool call of a turn's batch.
 type Call struct {
 	ToolCall
-	Started   bool
+	Started bool
+	// Awaiting is set for a client tool's call: its result comes from the
+	// client (SubmitToolOutput), not from the host.
+	Awaiting  bool
 	Completed bool
 	Status    string
+	// Result is the completed call's result entry, held until its batch
+	// ends and applies the batch's results in call order.
+	Result *EntryInput
 }
+
+// ApplyResultsPerCall makes the core propose each tool result's entry as
+// its call completes, as cores before ordered results did, instead of all
+// of a batch's results in call order when it ends. It is for a host that
+// replays what such a core proposed (a Temporal workflow started before
+// then): either way the log reads back the same.
+func (s *State) ApplyResultsPerCall() { s.resultsPerCall = true }
 
 // NewState returns the state of a session with no events.
 func NewState() *State {

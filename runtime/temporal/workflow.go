@@ -33,6 +33,9 @@ type session struct {
 	// checkpointing is set while one is being written.
 	checkpointed  int64
 	checkpointing bool
+	// resultsPerCall: this workflow started before ordered results (see
+	// versionOrderedResults).
+	resultsPerCall bool
 	// held are the tickets of commands waiting to be admitted, in arrival
 	// order; the front one goes next (see lockAfterCompaction).
 	held       []int64
@@ -52,6 +55,9 @@ func SessionWorkflow(ctx workflow.Context, args SessionArgs) error {
 		workflow.UpdateHandlerOptions{Validator: s.validate}); err != nil {
 		return err
 	}
+	// Workflows started before the core held a batch's results until the
+	// batch ends replay with the core that applied each result at once.
+	s.resultsPerCall = workflow.GetVersion(ctx, versionOrderedResults, workflow.DefaultVersion, 1) == workflow.DefaultVersion
 	if err := s.rehydrate(ctx); err != nil {
 		return err
 	}
@@ -108,9 +114,16 @@ func (s *session) rehydrate(ctx workflow.Context) error {
 			return err
 		}
 	}
+	if s.resultsPerCall {
+		state.ApplyResultsPerCall()
+	}
 	s.drive = core.NewDrive(state)
 	return nil
 }
+
+// versionOrderedResults marks workflow code whose core applies a tool
+// batch's results when the batch ends, in call order.
+const versionOrderedResults = "ordered-results"
 
 // readChunked reads the pages and chunks of a chunked checkpoint index in
 // batches and decodes the state it holds.

@@ -1,0 +1,117 @@
+package core
+
+import (
+	"encoding/json"
+
+	"github.com/cairn-agents/cairn/content"
+)
+
+// ClientTool is a tool the client runs: the model sees its definition like
+// a built-in tool's; when the model calls it, the call waits (its run's
+// batch parks) until the client submits the call's result.
+type ClientTool struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// Parameters is the JSON Schema object of the call's arguments, in
+	// canonical form; the API checks that it compiles as a schema.
+	Parameters json.RawMessage `json:"parameters"`
+}
+
+// Bounds on a client tool's definition.
+const (
+	MaxClientTools           = 128
+	MaxClientToolDescription = 4096
+	MaxClientToolParameters  = 64 << 10
+)
+
+// clientTool returns the client tool named name, or nil.
+func (cfg SessionConfig) clientTool(name string) *ClientTool {
+	for i := range cfg.ClientTools {
+		if cfg.ClientTools[i].Name == name {
+			return &cfg.ClientTools[i]
+		}
+	}
+	return nil
+}
+
+// validClientToolName is the name rule all three provider APIs accept.
+func validClientToolName(name string) bool {
+	if name == "" || len(name) > 64 {
+		return false
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// validateClientTools checks the client tools' definitions: each is named
+// once, granted (named in Tools), and has a JSON object as its parameters.
+func validateClientTools(cfg SessionConfig) error {
+	if len(cfg.ClientTools) > MaxClientTools {
+		return reject(RejectInvalidConfiguration, "at most %d client tools, got %d", MaxClientTools, len(cfg.ClientTools))
+	}
+	for i, t := range cfg.ClientTools {
+		switch {
+		case !validClientToolName(t.Name):
+			return reject(RejectInvalidConfiguration, "clientTools[%d]: name %q must be 1 to 64 letters, digits, '_' or '-'", i, t.Name)
+		case cfg.clientTool(t.Name) != &cfg.ClientTools[i]:
+			return reject(RejectInvalidConfiguration, "client tool %q is defined twice", t.Name)
+		case !contains(cfg.Tools, t.Name):
+			return reject(RejectInvalidConfiguration, "client tool %q is not among the granted tools", t.Name)
+		case len(t.Description) > MaxClientToolDescription:
+			return reject(RejectInvalidConfiguration, "client tool %q: description over %d bytes", t.Name, MaxClientToolDescription)
+		case len(t.Parameters) > MaxClientToolParameters:
+			return reject(RejectInvalidConfiguration, "client tool %q: parameters over %d bytes", t.Name, MaxClientToolParameters)
+		case len(t.Parameters) < 2 || t.Parameters[0] != '{':
+			return reject(RejectInvalidConfiguration, "client tool %q: parameters must be a JSON Schema object", t.Name)
+		}
+		if _, err := content.Canonical(t.Parameters); err != nil {
+			return reject(RejectInvalidConfiguration, "client tool %q: parameters: %v", t.Name, err)
+		}
+	}
+	return nil
+}
+
+// SubmitToolOutput is the client's result of a call to a client tool. The
+// core finds the call by its id among the calls awaiting a result.
+type SubmitToolOutput struct {
+	AtMs   int64  `json:"atMs,omitempty"`
+	CallID string `json:"callId"`
+	// IsError says the tool failed; the model sees the result as an error.
+	IsError bool       `json:"isError,omitempty"`
+	Result  EntryInput `json:"result"`
+}
+
+// awaitingCall finds the client's call with id in the active run's turn.
+// (A run that ended keeps no turn: its calls are unknown then.)
+func awaitingCall(s *State, id string) (*Run, *Call) {
+	r := s.runs[s.Active]
+	if r == nil || r.Turn == nil {
+		return nil, nil
+	}
+	if c := r.Turn.call(id); c != nil && c.Awaiting {
+		return r, c
+	}
+	return nil, nil
+}
+
+func admitSubmitToolOutput(s *State, c SubmitToolOutput) (Admission, error) {
+	if c.CallID == "" {
+		return Admission{}, reject(RejectInvalidInput, "callId is required")
+	}
+	r, call := awaitingCall(s, c.CallID)
+	switch {
+	case call == nil:
+		return Admission{}, reject(RejectUnknownCall, "no call %s of the active run awaits a client result (unknown, not a client tool's, or its run has ended)", c.CallID)
+	case call.Completed:
+		return Admission{}, reject(RejectCallAnswered, "call %s already has its result", c.CallID)
+	}
+	status := CallOK
+	if c.IsError {
+		status = CallError
+	}
+	return admitToolResult(s, ToolResult{AtMs: c.AtMs, RunID: r.ID, Turn: r.Turn.N, CallID: c.CallID, Status: status, Result: c.Result, client: true})
+}
