@@ -154,7 +154,7 @@ func waitRunStatus(t *testing.T, c *api.Client, sid, runID, status string) {
 		if r.Status == status {
 			return
 		}
-		if r.Status != core.StatusQueued && r.Status != core.StatusRunning {
+		if r.Status != core.StatusQueued && r.Status != core.StatusRunning && r.Status != core.StatusAwaitingTools {
 			t.Fatalf("run %s ended %s (%+v), want %s", runID, r.Status, r.Error, status)
 		}
 		time.Sleep(5 * time.Millisecond)

@@ -95,6 +95,9 @@ func (m *fakeModel) Generate(ctx context.Context, blobs blob.Store, req provider
 	if err != nil {
 		return provider.Output{}, err
 	}
+	if user == callClientTool && req.Entries[len(req.Entries)-1].Kind != core.EntryToolResult {
+		return clientToolCall(ctx, blobs)
+	}
 	text := "echo: " + user
 	native, err := json.Marshal(map[string]string{"role": "assistant", "content": text})
 	if err != nil {
@@ -110,6 +113,23 @@ func (m *fakeModel) Generate(ctx context.Context, blobs blob.Store, req provider
 		Finish:     "stop",
 		ResponseID: fmt.Sprintf("resp-%d", n),
 		Usage:      core.Usage{InputTokens: 10, OutputTokens: 2},
+	}, nil
+}
+
+// callClientTool is the input the fake model answers with a call to the
+// client tool "lookup" (call id "call_lookup").
+const callClientTool = "use the client tool"
+
+func clientToolCall(ctx context.Context, blobs blob.Store) (provider.Output, error) {
+	args, err := blob.PutRef(ctx, blobs, []byte(`{"number":7}`), content.MediaJSON, "")
+	if err != nil {
+		return provider.Output{}, err
+	}
+	call := core.ToolCall{CallID: "call_lookup", Name: "lookup", Arguments: args}
+	return provider.Output{
+		Entries: []core.EntryInput{{Kind: core.EntryToolCall, Content: args, CallID: call.CallID, ToolName: call.Name,
+			TokenEstimate: provider.Estimate([]byte(`{"number":7}`))}},
+		ToolCalls: []core.ToolCall{call}, Finish: "tool_calls", Usage: core.Usage{InputTokens: 10, OutputTokens: 2},
 	}, nil
 }
 

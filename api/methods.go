@@ -59,6 +59,7 @@ func routes() map[string]method {
 	maps.Copy(m, forkRoutes())
 	maps.Copy(m, retentionRoutes())
 	maps.Copy(m, storageRoutes())
+	maps.Copy(m, clientToolRoutes())
 	return m
 }
 
@@ -92,7 +93,7 @@ func (s call) createSession(ctx context.Context, p CreateSessionParams) (CreateS
 	if err != nil {
 		return CreateSessionResult{}, err
 	}
-	cfg := core.SessionConfig{Model: p.Model, Tools: p.Tools, MaxTurns: p.MaxTurns, ProviderParams: p.ProviderParams, Links: links, Compaction: p.Compaction,
+	cfg := core.SessionConfig{Model: p.Model, Tools: p.Tools, ClientTools: p.ClientTools, MaxTurns: p.MaxTurns, ProviderParams: p.ProviderParams, Links: links, Compaction: p.Compaction,
 		Transcription: p.Transcription}
 	if err := core.ValidateConfig(cfg); err != nil {
 		return CreateSessionResult{}, err
@@ -110,9 +111,12 @@ func (s call) createSession(ctx context.Context, p CreateSessionParams) (CreateS
 		return CreateSessionResult{}, &core.Rejection{Kind: core.RejectInvalidConfiguration,
 			Message: "API kind " + p.Model.APIKind + " has no adapter in this server yet; supported: " + strings.Join(s.apiKinds, ", ")}
 	}
+	if err := checkClientTools(cfg.ClientTools, s.tools); err != nil {
+		return CreateSessionResult{}, err
+	}
 	if s.tools != nil {
 		for i, t := range cfg.Tools {
-			if !slices.Contains(s.tools, t) {
+			if !slices.Contains(s.tools, t) && !slices.ContainsFunc(cfg.ClientTools, func(c ClientTool) bool { return c.Name == t }) {
 				return CreateSessionResult{}, &core.Rejection{Kind: core.RejectInvalidConfiguration,
 					Message: "tools[" + strconv.Itoa(i) + "]: no tool " + strconv.Quote(t) + " on this server; it has " + strings.Join(s.tools, ", ")}
 			}
@@ -240,7 +244,7 @@ func (s call) readSession(ctx context.Context, p SessionParams) (SessionReadResu
 func sessionSummary(st *core.State) SessionReadResult {
 	out := settledSummary(st.Summary())
 	if r := st.ActiveRun(); r != nil {
-		out.ActiveRun = &RunSummary{RunID: r.ID, Status: r.Status}
+		out.ActiveRun = &RunSummary{RunID: r.ID, Status: r.ShownStatus()}
 	}
 	for _, id := range st.Queue {
 		out.QueuedRuns = append(out.QueuedRuns, RunSummary{RunID: id, Status: core.StatusQueued})
@@ -258,6 +262,7 @@ func sessionSummary(st *core.State) SessionReadResult {
 func settledSummary(sum core.Summary) SessionReadResult {
 	out := SessionReadResult{
 		SessionID: sum.SessionID, Status: core.SessionStatusOpen, Model: sum.Config.Model, Tools: slices.Clone(sum.Config.Tools),
+		ClientTools:     slices.Clone(sum.Config.ClientTools),
 		ContextRevision: sum.Revision, Head: sum.Head, QueuedRuns: []RunSummary{},
 	}
 	if sum.Closed {
@@ -349,7 +354,7 @@ func (s call) readRun(ctx context.Context, p RunParams) (RunReadResult, error) {
 			return
 		}
 		found = true
-		out = RunReadResult{RunID: r.ID, Status: r.Status, Turns: r.Turns, Error: r.Error}
+		out = RunReadResult{RunID: r.ID, Status: r.ShownStatus(), Turns: r.Turns, Error: r.Error}
 		output = r.Output
 	})
 	if err != nil {

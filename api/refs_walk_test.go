@@ -203,6 +203,17 @@ func TestRefs_EveryResultRefReadsBack(t *testing.T) {
 	w.call(api.MethodRunsSteer, map[string]any{"sessionId": sid, "input": []any{map[string]any{"type": "text", "text": "shorter"}}})
 	w.call(api.MethodRunsCancel, map[string]any{"sessionId": sid, "runId": held["runId"]})
 	e.waitStatus(t, sid, held["runId"].(string), core.StatusCancelled)
+	// A client tool's call, and its result given as the ref blobs/put returned.
+	tools := w.call(api.MethodSessionCreate, map[string]any{"sessionId": "walk-tools",
+		"model": map[string]any{"providerId": "fake", "apiKind": core.APIChatCompletions, "model": "fake-1"},
+		"tools": []any{map[string]any{"name": "lookup", "parameters": map[string]any{"type": "object"}}}})["sessionId"].(string)
+	e.model.setHold(false)
+	parked := w.call(api.MethodRunsStart, map[string]any{"sessionId": tools, "input": []any{map[string]any{"type": "text", "text": "use the client tool"}}})
+	e.waitStatus(t, tools, parked["runId"].(string), core.StatusAwaitingTools)
+	w.call(api.MethodToolsPending, map[string]any{"sessionId": tools})
+	answer := w.call(api.MethodBlobsPut, map[string]any{"data": b64("ticket 7: open"), "mediaType": "text/plain"})["ref"]
+	w.call(api.MethodToolsSubmit, map[string]any{"sessionId": tools, "callId": "call_lookup", "output": answer})
+	e.waitStatus(t, tools, parked["runId"].(string), core.StatusCompleted)
 	w.call(api.MethodRetentionCollect, map[string]any{"graceMs": 0, "dryRun": true})
 	w.call(api.MethodContextCompact, map[string]any{"sessionId": sid})
 	w.call(api.MethodSessionClose, map[string]any{"sessionId": fork["sessionId"]})

@@ -62,7 +62,7 @@ func (s call) listRuns(ctx context.Context, p RunsListParams) (RunsListResult, e
 				out.Cursor = out.Runs[len(out.Runs)-1].AcceptedSeq
 				return
 			}
-			out.Runs = append(out.Runs, RunListItem{RunID: r.ID, Status: r.Status, Turns: r.Turns, AcceptedSeq: r.AcceptedSeq, EndedSeq: r.EndedSeq, Error: r.Error})
+			out.Runs = append(out.Runs, RunListItem{RunID: r.ID, Status: r.ShownStatus(), Turns: r.Turns, AcceptedSeq: r.AcceptedSeq, EndedSeq: r.EndedSeq, Error: r.Error})
 		}
 	})
 	return out, err

@@ -28,8 +28,12 @@ type CreateSessionParams struct {
 	SessionID    string              `json:"sessionId,omitempty"`
 	Model        core.ModelSelection `json:"model"`
 	Instructions string              `json:"instructions,omitempty"`
-	Tools        []string            `json:"tools,omitempty"`
-	MaxTurns     int                 `json:"maxTurns,omitempty"`
+	// Tools are the granted tools in the order the model sees them; on the
+	// wire ("tools") each is a built-in tool's name or, for the client
+	// tools (ClientTools), its definition.
+	Tools       []string     `json:"-"`
+	ClientTools []ClientTool `json:"-"`
+	MaxTurns    int          `json:"maxTurns,omitempty"`
 	// ProviderParams are the API kind's versioned request parameters.
 	ProviderParams json.RawMessage `json:"providerParams,omitempty"`
 	// Links mount workspaces and snapshots into the session's files.
@@ -64,14 +68,17 @@ type RunSummary struct {
 }
 
 type SessionReadResult struct {
-	SessionID       string              `json:"sessionId"`
-	Status          string              `json:"status"`
-	Model           core.ModelSelection `json:"model"`
-	Tools           []string            `json:"tools,omitempty"`
-	ContextRevision int64               `json:"contextRevision"`
-	Head            int64               `json:"head"`
-	ActiveRun       *RunSummary         `json:"activeRun,omitempty"`
-	QueuedRuns      []RunSummary        `json:"queuedRuns"`
+	SessionID string              `json:"sessionId"`
+	Status    string              `json:"status"`
+	Model     core.ModelSelection `json:"model"`
+	// Tools and ClientTools are "tools" on the wire, as session/create
+	// takes them.
+	Tools           []string     `json:"-"`
+	ClientTools     []ClientTool `json:"-"`
+	ContextRevision int64        `json:"contextRevision"`
+	Head            int64        `json:"head"`
+	ActiveRun       *RunSummary  `json:"activeRun,omitempty"`
+	QueuedRuns      []RunSummary `json:"queuedRuns"`
 	// Compaction is the pending standalone compaction, if any.
 	Compaction *core.PendingCompaction `json:"compaction,omitempty"`
 	Source     *SessionSource          `json:"source,omitempty"` // lineage of a fork or clone

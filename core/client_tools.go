@@ -115,3 +115,31 @@ func admitSubmitToolOutput(s *State, c SubmitToolOutput) (Admission, error) {
 	}
 	return admitToolResult(s, ToolResult{AtMs: c.AtMs, RunID: r.ID, Turn: r.Turn.N, CallID: c.CallID, Status: status, Result: c.Result, client: true})
 }
+
+// StatusAwaitingTools is how a running run shows to clients while a call
+// of its batch waits for the client's result.
+const StatusAwaitingTools = "awaiting_tools"
+
+// ShownStatus is r's status as clients see it: StatusAwaitingTools while
+// it runs and a call of its turn waits for the client, else its status.
+func (r *Run) ShownStatus() string {
+	if r.Status == StatusRunning && len(r.AwaitingCalls()) > 0 {
+		return StatusAwaitingTools
+	}
+	return r.Status
+}
+
+// AwaitingCalls are the calls of r's turn that wait for the client, in
+// the order the model made them.
+func (r *Run) AwaitingCalls() []ToolCall {
+	if r.Status != StatusRunning || r.Turn == nil {
+		return nil
+	}
+	var out []ToolCall
+	for _, c := range r.Turn.Calls {
+		if c.Awaiting && !c.Completed {
+			out = append(out, c.ToolCall)
+		}
+	}
+	return out
+}

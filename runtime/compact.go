@@ -31,7 +31,7 @@ func (x *Executor) Compact(ctx context.Context, sessionID string, w core.Compact
 	}
 	out, err := compactor.Compact(ctx, x.Blobs, provider.CompactRequest{
 		SessionID: sessionID, Model: w.Config.Model, Entries: w.Entries,
-		Tools: x.Tools.Definitions(w.Config.Tools), Params: w.Config.ProviderParams, TargetTokens: target,
+		Tools: x.Tools.Definitions(w.Config), Params: w.Config.ProviderParams, TargetTokens: target,
 	})
 	if err != nil {
 		return res, err

@@ -74,7 +74,7 @@ func (x *Executor) Generate(ctx context.Context, sessionID string, w core.Genera
 		SessionID:  sessionID,
 		Model:      w.Config.Model,
 		Entries:    w.Entries,
-		Tools:      x.Tools.Definitions(w.Config.Tools),
+		Tools:      x.Tools.Definitions(w.Config),
 		Params:     w.Config.ProviderParams,
 		Compaction: w.Config.Compaction,
 		Pieces:     x.Pieces,

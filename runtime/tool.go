@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/cairn-agents/cairn/core"
@@ -79,13 +80,17 @@ func (r *Tools) Lookup(name string) (Tool, bool) {
 	return t, ok
 }
 
-// Definitions returns the definitions of the granted tools in grant order;
-// granted names with no registered tool are left out (calls to them get the
-// "unavailable" result).
-func (r *Tools) Definitions(granted []string) []provider.Tool {
+// Definitions returns the definitions of the tools cfg grants, in grant
+// order: a client tool's from cfg, a built-in one's from r. Granted names
+// that are neither are left out (calls to them get the "unavailable"
+// result).
+func (r *Tools) Definitions(cfg core.SessionConfig) []provider.Tool {
 	var out []provider.Tool
-	for _, name := range granted {
-		if t, ok := r.Lookup(name); ok {
+	for _, name := range cfg.Tools {
+		if i := slices.IndexFunc(cfg.ClientTools, func(t core.ClientTool) bool { return t.Name == name }); i >= 0 {
+			t := cfg.ClientTools[i]
+			out = append(out, provider.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+		} else if t, ok := r.Lookup(name); ok {
 			out = append(out, t.Definition())
 		}
 	}

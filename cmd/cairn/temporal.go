@@ -47,13 +47,17 @@ func (h temporalHost) SessionStatus(ctx context.Context, sessionID string) (api.
 	if err != nil {
 		return api.SessionReadResult{}, err
 	}
-	out := api.SessionReadResult{SessionID: st.SessionID, Status: core.SessionStatusOpen, Model: st.Model, Tools: st.Tools,
+	out := api.SessionReadResult{SessionID: st.SessionID, Status: core.SessionStatusOpen, Model: st.Model, Tools: st.Tools, ClientTools: st.ClientTools,
 		ContextRevision: st.ContextRevision, Head: st.Head, QueuedRuns: []api.RunSummary{}, Compaction: st.Compaction, AsOfSeq: st.AsOfSeq}
 	if st.Closed {
 		out.Status = core.SessionStatusClosed
 	}
 	if st.ActiveRun != "" {
-		out.ActiveRun = &api.RunSummary{RunID: st.ActiveRun, Status: core.StatusRunning}
+		status := st.ActiveRunStatus
+		if status == "" { // a worker that does not report it yet
+			status = core.StatusRunning
+		}
+		out.ActiveRun = &api.RunSummary{RunID: st.ActiveRun, Status: status}
 	}
 	for _, id := range st.Queued {
 		out.QueuedRuns = append(out.QueuedRuns, api.RunSummary{RunID: id, Status: core.StatusQueued})

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/provider"
 	"github.com/cairn-agents/cairn/runtime"
 )
@@ -55,7 +56,7 @@ func TestToolPresentationOrderIsStable(t *testing.T) {
 	b.user("q")
 	lowerWith := func(r *runtime.Tools, granted []string) []byte {
 		req := b.request()
-		req.Tools = r.Definitions(granted)
+		req.Tools = r.Definitions(core.SessionConfig{Tools: granted})
 		body, err := Lower(context.Background(), b.blobs, req)
 		if err != nil {
 			t.Fatal(err)

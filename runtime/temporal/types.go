@@ -49,6 +49,7 @@ type Command struct {
 	AppendContext *core.AppendContext     `json:"appendContext,omitempty"`
 	RemoveContext *core.RemoveContext     `json:"removeContext,omitempty"`
 	Compact       *core.RequestCompaction `json:"compact,omitempty"`
+	ToolOutput    *core.SubmitToolOutput  `json:"toolOutput,omitempty"`
 }
 
 // WrapCommand puts a core command into its wire form.
@@ -72,6 +73,8 @@ func WrapCommand(cmd core.Command) (Command, error) {
 		return Command{RemoveContext: &c}, nil
 	case core.RequestCompaction:
 		return Command{Compact: &c}, nil
+	case core.SubmitToolOutput:
+		return Command{ToolOutput: &c}, nil
 	}
 	return Command{}, fmt.Errorf("command %T cannot be submitted by a client", cmd)
 }
@@ -106,6 +109,9 @@ func (c Command) Unwrap() (core.Command, error) {
 	if c.Compact != nil {
 		out = append(out, *c.Compact)
 	}
+	if c.ToolOutput != nil {
+		out = append(out, *c.ToolOutput)
+	}
 	if len(out) != 1 {
 		return nil, fmt.Errorf("a command must set exactly one field, got %d", len(out))
 	}
@@ -127,10 +133,14 @@ type Status struct {
 	Closed          bool                `json:"closed"`
 	Model           core.ModelSelection `json:"model"`
 	Tools           []string            `json:"tools,omitempty"`
+	ClientTools     []core.ClientTool   `json:"clientTools,omitempty"`
 	ContextRevision int64               `json:"contextRevision"`
 	Head            int64               `json:"head"`
 	ActiveRun       string              `json:"activeRun,omitempty"`
-	Queued          []string            `json:"queued"`
+	// ActiveRunStatus is the active run's status as clients see it
+	// (running, or awaiting_tools while a call waits for the client).
+	ActiveRunStatus string   `json:"activeRunStatus,omitempty"`
+	Queued          []string `json:"queued"`
 	// Compaction is the pending standalone compaction (without its entry ids).
 	Compaction *core.PendingCompaction `json:"compaction,omitempty"`
 	// AsOfSeq is set when no worker answered and the status was rebuilt
@@ -142,8 +152,11 @@ type Status struct {
 // the gateway's answer from the store. The pending compaction is reported
 // without its entry ids (they can be many).
 func statusOf(st *core.State) Status {
-	out := Status{SessionID: st.SessionID, Closed: st.Closed, Model: st.Config.Model, Tools: st.Config.Tools,
+	out := Status{SessionID: st.SessionID, Closed: st.Closed, Model: st.Config.Model, Tools: st.Config.Tools, ClientTools: st.Config.ClientTools,
 		ContextRevision: st.Revision, Head: st.Head, ActiveRun: st.Active, Queued: append([]string{}, st.Queue...)}
+	if r := st.ActiveRun(); r != nil {
+		out.ActiveRunStatus = r.ShownStatus()
+	}
 	if p := st.Compaction; p != nil {
 		c := *p
 		c.EntryIDs = nil

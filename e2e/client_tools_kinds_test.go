@@ -1,0 +1,149 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/cairn-agents/cairn/api"
+	"github.com/cairn-agents/cairn/core"
+)
+
+// scriptedFake answers request n with replies[n] (the last one after
+// that), in an API kind's wire format, and keeps the request bodies.
+type scriptedFake struct {
+	mu      sync.Mutex
+	replies []string
+	bodies  [][]byte
+	srv     *httptest.Server
+}
+
+func newScriptedFake(t *testing.T, path, header, key string, replies ...string) *scriptedFake {
+	f := &scriptedFake{replies: replies}
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != path || r.Header.Get(header) != key {
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = io.WriteString(w, `{"error":{"message":"wrong path or key"}}`)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		f.mu.Lock()
+		reply := f.replies[min(len(f.bodies), len(f.replies)-1)]
+		f.bodies = append(f.bodies, body)
+		f.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, reply)
+	}))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *scriptedFake) requests() [][]byte {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([][]byte(nil), f.bodies...)
+}
+
+// One parallel batch per API kind: the model calls the client tool lookup
+// and the built-in vfs_list_dir. The built-in call runs, the client's
+// waits; for the first kind the server is SIGKILLed while it waits and
+// restarted on the same data. The client's result then completes the
+// batch, and the next request carries both results in the order the
+// model called them.
+func TestE2E_ClientAndBuiltInToolInOneBatchOnEveryAPIKind(t *testing.T) {
+	chatFake := newScriptedFake(t, "/v1/chat/completions", "Authorization", "Bearer "+fakeKey,
+		`{"id":"chatcmpl-1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[`+
+			`{"id":"call_1","type":"function","function":{"name":"lookup","arguments":"{\"number\":7}"}},`+
+			`{"id":"call_2","type":"function","function":{"name":"vfs_list_dir","arguments":"{\"path\":\"/\"}"}}]},"finish_reason":"tool_calls"}],`+
+			`"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`,
+		textResponse("chatcmpl-2", "Ticket 7 is open."))
+	respFake := newScriptedFake(t, "/v1/responses", "Authorization", "Bearer "+fakeKey,
+		`{"id":"resp_1","object":"response","status":"completed","model":"m","output":[`+
+			`{"type":"function_call","id":"fc_1","call_id":"call_1","name":"lookup","arguments":"{\"number\":7}","status":"completed"},`+
+			`{"type":"function_call","id":"fc_2","call_id":"call_2","name":"vfs_list_dir","arguments":"{\"path\":\"/\"}","status":"completed"}],`+
+			`"usage":{"input_tokens":10,"output_tokens":5,"total_tokens":15,"input_tokens_details":{"cached_tokens":0},"output_tokens_details":{"reasoning_tokens":0}}}`,
+		responsesBody)
+	anthFake := newScriptedFake(t, "/v1/messages", "X-Api-Key", fakeKey,
+		`{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[`+
+			`{"type":"tool_use","id":"call_1","name":"lookup","input":{"number":7}},`+
+			`{"type":"tool_use","id":"call_2","name":"vfs_list_dir","input":{"path":"/"}}],`+
+			`"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":5}}`,
+		anthropicBody)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "providers.json")
+	records := fmt.Sprintf(`{"providers":{
+		"fake-chat":{"baseUrl":%q,"apiKeyEnv":"FAKE_CHAT_KEY","apiKinds":["chat_completions"]},
+		"fake-responses":{"baseUrl":%q,"apiKeyEnv":"FAKE_CHAT_KEY","apiKinds":["openai_responses"]},
+		"fake-anthropic":{"baseUrl":%q,"apiKeyEnv":"FAKE_CHAT_KEY","apiKinds":["anthropic_messages"]}}}`,
+		chatFake.srv.URL+"/v1", respFake.srv.URL+"/v1", anthFake.srv.URL)
+	if err := os.WriteFile(cfg, []byte(records), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, "data")
+	srv := startServe(t, data, cfg, fakeKey)
+	lookup := api.ClientTool{Name: "lookup", Description: "Look a ticket up.", Parameters: json.RawMessage(`{"type":"object","properties":{"number":{"type":"integer"}}}`)}
+	ctx := context.Background()
+
+	for i, tc := range []struct {
+		provider, apiKind string
+		fake              *scriptedFake
+		// results are how the two results start in the next request, in
+		// the model's order
+		results [2]string
+	}{
+		{"fake-chat", core.APIChatCompletions, chatFake, [2]string{`"tool_call_id":"call_1"`, `"tool_call_id":"call_2"`}},
+		{"fake-responses", core.APIOpenAIResponses, respFake, [2]string{`"type":"function_call_output","call_id":"call_1"`, `"type":"function_call_output","call_id":"call_2"`}},
+		{"fake-anthropic", core.APIAnthropicMessages, anthFake, [2]string{`"type":"tool_result","tool_use_id":"call_1"`, `"type":"tool_result","tool_use_id":"call_2"`}},
+	} {
+		c := srv.client()
+		created, err := c.CreateSession(ctx, api.CreateSessionParams{Model: core.ModelSelection{ProviderID: tc.provider, APIKind: tc.apiKind, Model: "m"},
+			Tools: []string{"lookup", "vfs_list_dir"}, ClientTools: []api.ClientTool{lookup}})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.apiKind, err)
+		}
+		sid := created.SessionID
+		run, err := c.StartRun(ctx, api.RunStartParams{SessionID: sid, Input: textInput("What is ticket 7, and what files are there?")})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.apiKind, err)
+		}
+		waitEvent(t, c, sid, isEvent(core.KindToolCallAwaiting, "call_1"))
+		waitEvent(t, c, sid, isEvent(core.KindToolCallCompleted, "call_2")) // the built-in one ran
+		if i == 0 {
+			srv.kill(t)
+			srv = startServe(t, data, cfg, fakeKey)
+			c = srv.client()
+		}
+		if r, err := c.ReadRun(ctx, sid, run.RunID); err != nil || r.Status != core.StatusAwaitingTools {
+			t.Fatalf("%s: run while the client's call waits: %+v, %v", tc.apiKind, r, err)
+		}
+		pending, err := c.PendingTools(ctx, sid)
+		if err != nil || len(pending.Calls) != 1 || pending.Calls[0].CallID != "call_1" || pending.Calls[0].Name != "lookup" {
+			t.Fatalf("%s: pending %+v, %v", tc.apiKind, pending, err)
+		}
+		if _, err := c.SubmitTool(ctx, api.ToolSubmitParams{SessionID: sid, CallID: "call_1", Output: &api.ToolOutput{Text: "ticket 7: open"}}); err != nil {
+			t.Fatalf("%s: submit: %v", tc.apiKind, err)
+		}
+		if got := waitRun(t, c, sid, run.RunID); got.Status != core.StatusCompleted {
+			t.Fatalf("%s: run = %s", tc.apiKind, mustJSON(t, got))
+		}
+		reqs := tc.fake.requests()
+		if len(reqs) != 2 {
+			t.Fatalf("%s: %d requests, want 2", tc.apiKind, len(reqs))
+		}
+		first, second := bytes.Index(reqs[1], []byte(tc.results[0])), bytes.Index(reqs[1], []byte(tc.results[1]))
+		if first < 0 || second < 0 || first > second || !bytes.Contains(reqs[1], []byte("ticket 7: open")) {
+			t.Fatalf("%s: the next request does not carry both results in call order:\n%s", tc.apiKind, reqs[1])
+		}
+		if !bytes.Contains(reqs[0], []byte(`"lookup"`)) || !bytes.Contains(reqs[0], []byte("Look a ticket up.")) {
+			t.Fatalf("%s: the client tool was not offered:\n%s", tc.apiKind, reqs[0])
+		}
+	}
+}
