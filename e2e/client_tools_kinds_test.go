@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -124,12 +125,23 @@ func TestE2E_ClientAndBuiltInToolInOneBatchOnEveryAPIKind(t *testing.T) {
 		if r, err := c.ReadRun(ctx, sid, run.RunID); err != nil || r.Status != core.StatusAwaitingTools {
 			t.Fatalf("%s: run while the client's call waits: %+v, %v", tc.apiKind, r, err)
 		}
-		pending, err := c.PendingTools(ctx, sid)
-		if err != nil || len(pending.Calls) != 1 || pending.Calls[0].CallID != "call_1" || pending.Calls[0].Name != "lookup" {
-			t.Fatalf("%s: pending %+v, %v", tc.apiKind, pending, err)
-		}
-		if _, err := c.SubmitTool(ctx, api.ToolSubmitParams{SessionID: sid, CallID: "call_1", Output: &api.ToolOutput{Text: "ticket 7: open"}}); err != nil {
-			t.Fatalf("%s: submit: %v", tc.apiKind, err)
+		if i == 2 { // as a shell script does, with the CLI
+			out, err := runCairn(t, nil, "tools", "pending", "--addr", srv.addr, sid)
+			var call api.PendingCall
+			if err != nil || json.Unmarshal([]byte(out), &call) != nil || call.CallID != "call_1" || call.Arguments != `{"number":7}` {
+				t.Fatalf("%s: cairn tools pending: %v\n%s", tc.apiKind, err, out)
+			}
+			if out, err := runCairn(t, nil, "tools", "submit", "--addr", srv.addr, sid, "call_1", "ticket 7: open"); err != nil || !strings.Contains(out, run.RunID) {
+				t.Fatalf("%s: cairn tools submit: %v\n%s", tc.apiKind, err, out)
+			}
+		} else {
+			pending, err := c.PendingTools(ctx, sid)
+			if err != nil || len(pending.Calls) != 1 || pending.Calls[0].CallID != "call_1" || pending.Calls[0].Name != "lookup" {
+				t.Fatalf("%s: pending %+v, %v", tc.apiKind, pending, err)
+			}
+			if _, err := c.SubmitTool(ctx, api.ToolSubmitParams{SessionID: sid, CallID: "call_1", Output: &api.ToolOutput{Text: "ticket 7: open"}}); err != nil {
+				t.Fatalf("%s: submit: %v", tc.apiKind, err)
+			}
 		}
 		if got := waitRun(t, c, sid, run.RunID); got.Status != core.StatusCompleted {
 			t.Fatalf("%s: run = %s", tc.apiKind, mustJSON(t, got))
