@@ -95,6 +95,7 @@ const (
 	DisplaySteering            = "steering"             // run.steering_accepted: runId, steeringId, input
 	DisplayToolCall            = "tool_call"            // tools.call_started: runId, callId, name, content (arguments, preview)
 	DisplayToolResult          = "tool_result"          // tools.call_completed: runId, callId, status, content (result, preview)
+	DisplayToolAwaiting        = "tool_awaiting"        // tools.call_awaiting: runId, callId, name (the client runs it)
 	DisplayOutput              = "output"               // run.completed: runId, content (output, full text) when there is one
 	DisplayFailure             = "failure"              // run.failed (runId), compaction.failed (compactionId): failure
 	DisplayCancelRequested     = "cancel_requested"     // run.cancel_requested: runId, reason
@@ -339,6 +340,9 @@ func (p projector) display(ctx context.Context, ev core.Event) (*Display, error)
 		}
 		c, err := p.bounded(ctx, pl.Arguments, "")
 		return &Display{Kind: DisplayToolCall, RunID: pl.RunID, CallID: pl.CallID, Name: pl.Name, Content: &c}, err
+	case core.KindToolCallAwaiting:
+		pl, err := decode[core.ToolCallAwaiting](ev)
+		return &Display{Kind: DisplayToolAwaiting, RunID: pl.RunID, CallID: pl.CallID, Name: pl.Name}, err
 	case core.KindToolCallCompleted:
 		pl, err := decode[core.ToolCallCompleted](ev)
 		if err != nil {

@@ -229,6 +229,7 @@ func TestTranscript_DisplayShowsTextInFullAndBoundsPreviews(t *testing.T) {
 	)
 	args := l.put(`{"path":"`+long+`"}`, content.MediaJSON, "")
 	callSeq := l.add(core.KindToolCallStarted, core.ToolCallStarted{RunID: "r1", Turn: 1, CallID: "c1", Name: "vfs_read", Arguments: args})
+	awaitSeq := l.add(core.KindToolCallAwaiting, core.ToolCallAwaiting{RunID: "r1", Turn: 1, CallID: "c1", Name: "vfs_read"})
 	resultBytes := "result: " + long
 	result := l.put(resultBytes, content.MediaText, "")
 	resultSeq := l.add(core.KindToolCallCompleted, core.ToolCallCompleted{RunID: "r1", Turn: 1, CallID: "c1", Status: core.CallOK, Result: result})
@@ -284,6 +285,9 @@ func TestTranscript_DisplayShowsTextInFullAndBoundsPreviews(t *testing.T) {
 		t.Fatalf("tool call display %+v", d)
 	}
 	wantPreview("tool call arguments", *bySeq[callSeq].Content, args, `{"path":"word`)
+	if d := bySeq[awaitSeq]; d.Kind != view.DisplayToolAwaiting || d.Name != "vfs_read" || d.CallID != "c1" || d.RunID != "r1" {
+		t.Fatalf("awaiting call display %+v", d)
+	}
 	if d := bySeq[resultSeq]; d.Kind != view.DisplayToolResult || d.Status != core.CallOK || d.CallID != "c1" {
 		t.Fatalf("tool result display %+v", d)
 	}

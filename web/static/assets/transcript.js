@@ -378,6 +378,8 @@ function displayBody(d) {
       return (d.input || []).map((c) => contentBlock(c, 'steering', [h('span', { class: 'tag mono' }, d.steeringId)]));
     case 'tool_call':
       return d.content ? contentBlock(d.content, 'tool call', [h('span', { class: 'tag mono' }, d.name), h('span', { class: 'tag mono quiet' }, d.callId)]) : h('span', {}, d.name);
+    case 'tool_awaiting':
+      return h('div', {}, 'Waiting for the client to run ', h('span', { class: 'tag mono' }, d.name), ' ', h('span', { class: 'tag mono quiet' }, d.callId), '.');
     case 'tool_result':
       return d.content ? contentBlock(d.content, 'tool result', [statusBadge(d.status), h('span', { class: 'tag mono quiet' }, d.callId)]) : statusBadge(d.status);
     case 'output':
