@@ -10,9 +10,11 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cairn-agents/cairn/api"
 	"github.com/cairn-agents/cairn/core"
@@ -111,8 +113,19 @@ func TestE2E_ClientAndBuiltInToolInOneBatchOnEveryAPIKind(t *testing.T) {
 			t.Fatalf("%s: %v", tc.apiKind, err)
 		}
 		sid := created.SessionID
-		run, err := c.StartRun(ctx, api.RunStartParams{SessionID: sid, Input: textInput("What is ticket 7, and what files are there?")})
-		if err != nil {
+		question := "What is ticket 7, and what files are there?"
+		var run api.RunStartResult
+		var chat *proc
+		if i == 1 { // as a user does, with cairn chat: it shows the waiting call
+			chat = startProc(t, "chat", cairnBin, []string{"chat", "--addr", srv.addr, "--session", sid, question}, nil, "[turn 1] waiting for the client: ")
+			started := chat.waitLine(t, 0, "run ", 5*time.Second)
+			waiting := chat.waitLine(t, 0, "[turn 1] waiting for the client: ", 5*time.Second)
+			m := regexp.MustCompile(`^run (run_\S+) running$`).FindStringSubmatch(started)
+			if m == nil || !strings.Contains(waiting, `"callId":"call_1","name":"lookup","arguments":"{\"number\":7}"`) {
+				t.Fatalf("%s: cairn chat printed %q and %q", tc.apiKind, started, waiting)
+			}
+			run.RunID = m[1]
+		} else if run, err = c.StartRun(ctx, api.RunStartParams{SessionID: sid, Input: textInput(question)}); err != nil {
 			t.Fatalf("%s: %v", tc.apiKind, err)
 		}
 		waitEvent(t, c, sid, isEvent(core.KindToolCallAwaiting, "call_1"))
@@ -145,6 +158,9 @@ func TestE2E_ClientAndBuiltInToolInOneBatchOnEveryAPIKind(t *testing.T) {
 		}
 		if got := waitRun(t, c, sid, run.RunID); got.Status != core.StatusCompleted {
 			t.Fatalf("%s: run = %s", tc.apiKind, mustJSON(t, got))
+		}
+		if chat != nil {
+			chat.waitLine(t, 0, "run completed", 30*time.Second)
 		}
 		reqs := tc.fake.requests()
 		if len(reqs) != 2 {

@@ -84,6 +84,10 @@ func (f *follower) print(ctx context.Context, ev api.EventView) error {
 			return err
 		}
 		fmt.Fprintf(f.out, "[turn %d] tool call %s %s\n", p.Turn, p.Name, oneLine(string(args), 120))
+	case core.KindToolCallAwaiting:
+		var p core.ToolCallAwaiting
+		_ = json.Unmarshal(ev.Payload, &p)
+		return f.printAwaiting(ctx, p)
 	case core.KindContextEntriesApplied:
 		var p core.ContextEntriesApplied
 		_ = json.Unmarshal(ev.Payload, &p)
@@ -106,6 +110,28 @@ func (f *follower) print(ctx context.Context, ev api.EventView) error {
 		fmt.Fprintf(f.out, "run failed: %s: %s\n", p.Error.Kind, p.Error.Message)
 	case core.KindRunCancelled:
 		fmt.Fprintf(f.out, "run cancelled\n")
+	}
+	return nil
+}
+
+// printAwaiting prints a call that waits for the client as the JSON line
+// `cairn tools pending` prints, and how to answer it; the run goes on once
+// it is answered (from another terminal or a script).
+func (f *follower) printAwaiting(ctx context.Context, p core.ToolCallAwaiting) error {
+	pending, err := f.client.PendingTools(ctx, f.session)
+	if err != nil {
+		return err
+	}
+	for _, c := range pending.Calls {
+		if c.CallID != p.CallID {
+			continue
+		}
+		line, err := json.Marshal(c)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(f.out, "[turn %d] waiting for the client: %s\n", p.Turn, line)
+		fmt.Fprintf(f.out, "  answer with: cairn tools submit %s %s TEXT\n", f.session, p.CallID)
 	}
 	return nil
 }
