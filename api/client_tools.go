@@ -80,6 +80,12 @@ type ToolSubmitParams struct {
 }
 
 func (s call) pendingTools(ctx context.Context, p SessionParams) (ToolsPendingResult, error) {
+	return s.pendingCalls(ctx, p, (*core.Run).AwaitingCalls)
+}
+
+// pendingCalls lists the calls of the active run that which picks, with
+// their arguments.
+func (s call) pendingCalls(ctx context.Context, p SessionParams, which func(*core.Run) []core.ToolCall) (ToolsPendingResult, error) {
 	if err := requireSession(p.SessionID); err != nil {
 		return ToolsPendingResult{}, err
 	}
@@ -87,7 +93,7 @@ func (s call) pendingTools(ctx context.Context, p SessionParams) (ToolsPendingRe
 	var calls []core.ToolCall
 	if err := s.host.Inspect(ctx, p.SessionID, func(st *core.State) {
 		if r := st.ActiveRun(); r != nil {
-			runID, calls = r.ID, r.AwaitingCalls()
+			runID, calls = r.ID, which(r)
 		}
 	}); err != nil {
 		return ToolsPendingResult{}, err

@@ -160,3 +160,42 @@ func TestClientTools_DefinitionsAreCheckedAtCreation(t *testing.T) {
 		}
 	}
 }
+
+// A call that needs approval waits (awaiting_approval) and is listed by
+// session/approvals/pending; a denial gives the model an error result with
+// the reason; the same decision again is a no-op, the other a conflict.
+func TestApprovals_ADeniedCallGivesTheModelTheReason(t *testing.T) {
+	ctx := context.Background()
+	script := &chatScript{replies: []string{
+		chatReply(`{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"vfs_list_dir","arguments":"{\"path\":\"/\"}"}}]}`),
+		chatReply(`{"role":"assistant","content":"Understood."}`),
+	}}
+	c := newChatEnv(t, script)
+	created, err := c.CreateSession(ctx, api.CreateSessionParams{Model: core.ModelSelection{ProviderID: "fake", APIKind: core.APIChatCompletions, Model: "m"},
+		Tools: []string{"vfs_list_dir"}, Approvals: map[string]string{"vfs_list_dir": core.ApprovalAlways}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := created.SessionID
+	if read, err := c.ReadSession(ctx, id); err != nil || read.Approvals["vfs_list_dir"] != core.ApprovalAlways {
+		t.Fatalf("session/read approvals %v (%v)", read.Approvals, err)
+	}
+	run, err := c.StartRun(ctx, api.RunStartParams{SessionID: id, Input: []api.InputPart{{Type: "text", Text: "List the files."}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitRunStatus(t, c, id, run.RunID, core.StatusAwaitingApproval)
+	pending, err := c.PendingApprovals(ctx, id)
+	if err != nil || len(pending.Calls) != 1 || pending.Calls[0].CallID != "call_1" || pending.Calls[0].Arguments != `{"path":"/"}` {
+		t.Fatalf("pending approvals %+v (%v)", pending, err)
+	}
+	if _, err := c.DecideApproval(ctx, api.ApprovalDecideParams{SessionID: id, CallID: "call_1", Reason: "not today"}); err != nil {
+		t.Fatal(err)
+	}
+	waitRunStatus(t, c, id, run.RunID, core.StatusCompleted)
+	if second := script.body(1); !strings.Contains(second, `"tool_call_id":"call_1","content":"The user denied this tool call: not today"`) {
+		t.Fatalf("the model did not get the denial: %s", second)
+	}
+	_, err = c.DecideApproval(ctx, api.ApprovalDecideParams{SessionID: id, CallID: "call_1", Approve: true})
+	wantKind(t, err, core.RejectUnknownCall) // its run has ended
+}

@@ -60,6 +60,7 @@ func routes() map[string]method {
 	maps.Copy(m, retentionRoutes())
 	maps.Copy(m, storageRoutes())
 	maps.Copy(m, clientToolRoutes())
+	maps.Copy(m, approvalRoutes())
 	return m
 }
 
@@ -93,7 +94,7 @@ func (s call) createSession(ctx context.Context, p CreateSessionParams) (CreateS
 	if err != nil {
 		return CreateSessionResult{}, err
 	}
-	cfg := core.SessionConfig{Model: p.Model, Tools: p.Tools, ClientTools: p.ClientTools, MaxTurns: p.MaxTurns, ProviderParams: p.ProviderParams, Links: links, Compaction: p.Compaction,
+	cfg := core.SessionConfig{Model: p.Model, Tools: p.Tools, ClientTools: p.ClientTools, Approvals: coreApprovals(p.Approvals), MaxTurns: p.MaxTurns, ProviderParams: p.ProviderParams, Links: links, Compaction: p.Compaction,
 		Transcription: p.Transcription}
 	if err := core.ValidateConfig(cfg); err != nil {
 		return CreateSessionResult{}, err
@@ -262,7 +263,7 @@ func sessionSummary(st *core.State) SessionReadResult {
 func settledSummary(sum core.Summary) SessionReadResult {
 	out := SessionReadResult{
 		SessionID: sum.SessionID, Status: core.SessionStatusOpen, Model: sum.Config.Model, Tools: slices.Clone(sum.Config.Tools),
-		ClientTools:     slices.Clone(sum.Config.ClientTools),
+		ClientTools: slices.Clone(sum.Config.ClientTools), Approvals: ApprovalMap(sum.Config.Approvals),
 		ContextRevision: sum.Revision, Head: sum.Head, QueuedRuns: []RunSummary{},
 	}
 	if sum.Closed {

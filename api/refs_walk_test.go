@@ -205,10 +205,14 @@ func TestRefs_EveryResultRefReadsBack(t *testing.T) {
 	e.waitStatus(t, sid, held["runId"].(string), core.StatusCancelled)
 	// A client tool's call, and its result given as the ref blobs/put returned.
 	tools := w.call(api.MethodSessionCreate, map[string]any{"sessionId": "walk-tools",
-		"model": map[string]any{"providerId": "fake", "apiKind": core.APIChatCompletions, "model": "fake-1"},
-		"tools": []any{map[string]any{"name": "lookup", "parameters": map[string]any{"type": "object"}}}})["sessionId"].(string)
+		"model":     map[string]any{"providerId": "fake", "apiKind": core.APIChatCompletions, "model": "fake-1"},
+		"tools":     []any{map[string]any{"name": "lookup", "parameters": map[string]any{"type": "object"}}},
+		"approvals": map[string]any{"lookup": core.ApprovalAlways}})["sessionId"].(string)
 	e.model.setHold(false)
 	parked := w.call(api.MethodRunsStart, map[string]any{"sessionId": tools, "input": []any{map[string]any{"type": "text", "text": "use the client tool"}}})
+	e.waitStatus(t, tools, parked["runId"].(string), core.StatusAwaitingApproval)
+	w.call(api.MethodApprovalsPending, map[string]any{"sessionId": tools})
+	w.call(api.MethodApprovalsDecide, map[string]any{"sessionId": tools, "callId": "call_lookup", "approve": true})
 	e.waitStatus(t, tools, parked["runId"].(string), core.StatusAwaitingTools)
 	w.call(api.MethodToolsPending, map[string]any{"sessionId": tools})
 	answer := w.call(api.MethodBlobsPut, map[string]any{"data": b64("ticket 7: open"), "mediaType": "text/plain"})["ref"]

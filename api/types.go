@@ -33,7 +33,10 @@ type CreateSessionParams struct {
 	// tools (ClientTools), its definition.
 	Tools       []string     `json:"-"`
 	ClientTools []ClientTool `json:"-"`
-	MaxTurns    int          `json:"maxTurns,omitempty"`
+	// Approvals names the tools whose calls wait for a person's decision:
+	// {"vfs_write_file": "always"}.
+	Approvals map[string]string `json:"approvals,omitempty"`
+	MaxTurns  int               `json:"maxTurns,omitempty"`
 	// ProviderParams are the API kind's versioned request parameters.
 	ProviderParams json.RawMessage `json:"providerParams,omitempty"`
 	// Links mount workspaces and snapshots into the session's files.
@@ -73,12 +76,13 @@ type SessionReadResult struct {
 	Model     core.ModelSelection `json:"model"`
 	// Tools and ClientTools are "tools" on the wire, as session/create
 	// takes them.
-	Tools           []string     `json:"-"`
-	ClientTools     []ClientTool `json:"-"`
-	ContextRevision int64        `json:"contextRevision"`
-	Head            int64        `json:"head"`
-	ActiveRun       *RunSummary  `json:"activeRun,omitempty"`
-	QueuedRuns      []RunSummary `json:"queuedRuns"`
+	Tools           []string          `json:"-"`
+	ClientTools     []ClientTool      `json:"-"`
+	Approvals       map[string]string `json:"approvals,omitempty"`
+	ContextRevision int64             `json:"contextRevision"`
+	Head            int64             `json:"head"`
+	ActiveRun       *RunSummary       `json:"activeRun,omitempty"`
+	QueuedRuns      []RunSummary      `json:"queuedRuns"`
 	// Compaction is the pending standalone compaction, if any.
 	Compaction *core.PendingCompaction `json:"compaction,omitempty"`
 	Source     *SessionSource          `json:"source,omitempty"` // lineage of a fork or clone

@@ -77,6 +77,8 @@ func admit(s *State, cmd Command) (Admission, error) {
 		return admitToolResult(s, c)
 	case SubmitToolOutput:
 		return admitSubmitToolOutput(s, c)
+	case DecideApproval:
+		return admitDecideApproval(s, c)
 	case RequestCompaction:
 		return admitRequestCompaction(s, c)
 	case CompactionResult:
@@ -124,7 +126,10 @@ func ValidateConfig(cfg SessionConfig) error {
 			return reject(RejectInvalidConfiguration, "tool %q is granted twice", t)
 		}
 	}
-	return validateClientTools(cfg)
+	if err := validateClientTools(cfg); err != nil {
+		return err
+	}
+	return validateApprovals(cfg)
 }
 
 // canonicalConfig validates a config and puts its provider parameters in
@@ -698,7 +703,10 @@ func admitGeneration(s *State, c GenerationResult) (Admission, error) {
 				completeCall(b, r.ID, t.N, call, CallUnavailable, constantResult(ContentRefBytes{ToolUnavailableRef, ToolUnavailableBytes}, "unavailable"))
 				continue
 			}
-			if s.Config.clientTool(call.Name) != nil {
+			switch {
+			case s.Config.needsApproval(call.Name):
+				b.add(KindToolApprovalRequested, callJoins(r.ID, t.N, call.CallID), ToolApprovalRequested{RunID: r.ID, Turn: t.N, CallID: call.CallID, Name: call.Name})
+			case s.Config.clientTool(call.Name) != nil:
 				b.add(KindToolCallAwaiting, callJoins(r.ID, t.N, call.CallID), ToolCallAwaiting{RunID: r.ID, Turn: t.N, CallID: call.CallID, Name: call.Name})
 			}
 			open++
@@ -752,17 +760,20 @@ func admitToolResult(s *State, c ToolResult) (Admission, error) {
 	}
 	b := s.newBatch(c.AtMs)
 	completeCall(b, r.ID, t.N, call.ToolCall, c.Status, c.Result)
-	open := 0
+	endBatchIfDone(b, r, t, call.CallID)
+	return Admission{RunID: r.ID, Status: StatusRunning, Proposals: b.props}, nil
+}
+
+// endBatchIfDone ends t's batch, and its turn, when done was its last open
+// call (b has just completed it).
+func endBatchIfDone(b *batch, r *Run, t *Turn, done string) {
 	for _, other := range t.Calls {
-		if !other.Completed && other.CallID != call.CallID {
-			open++
+		if !other.Completed && other.CallID != done {
+			return
 		}
 	}
-	if open == 0 {
-		joins := turnJoins(r.ID, t.N)
-		applyResults(b, r.ID, t.N, turnCalls(t), t)
-		b.add(KindToolBatchCompleted, joins, ToolBatchCompleted{RunID: r.ID, Turn: t.N})
-		b.add(KindTurnCompleted, joins, TurnCompleted{RunID: r.ID, Turn: t.N, Outcome: TurnOutcomeToolCalls})
-	}
-	return Admission{RunID: r.ID, Status: StatusRunning, Proposals: b.props}, nil
+	joins := turnJoins(r.ID, t.N)
+	applyResults(b, r.ID, t.N, turnCalls(t), t)
+	b.add(KindToolBatchCompleted, joins, ToolBatchCompleted{RunID: r.ID, Turn: t.N})
+	b.add(KindTurnCompleted, joins, TurnCompleted{RunID: r.ID, Turn: t.N, Outcome: TurnOutcomeToolCalls})
 }

@@ -123,7 +123,11 @@ const StatusAwaitingTools = "awaiting_tools"
 // ShownStatus is r's status as clients see it: StatusAwaitingTools while
 // it runs and a call of its turn waits for the client, else its status.
 func (r *Run) ShownStatus() string {
-	if r.Status == StatusRunning && len(r.AwaitingCalls()) > 0 {
+	switch {
+	case r.Status != StatusRunning:
+	case len(r.PendingApprovals()) > 0:
+		return StatusAwaitingApproval
+	case len(r.AwaitingCalls()) > 0:
 		return StatusAwaitingTools
 	}
 	return r.Status

@@ -90,6 +90,16 @@ func goldenScenarioOn(t *testing.T, st *core.State) *harness {
 	h.expectIdle()
 	h.mustAdmit(core.SubmitToolOutput{AtMs: h.tick(), CallID: "call-7", Result: entryText(core.EntryToolResult, "", "ticket 7: open")})
 	h.answer("Ticket 7 is open.")
+
+	// An approval: the call waits for a person's decision, then runs.
+	cfg.Approvals = []core.ToolApproval{{Tool: "search", Policy: core.ApprovalAlways}}
+	h.mustAdmit(core.ChangeConfig{AtMs: h.tick(), Config: cfg})
+	h.mustAdmit(core.StartRun{AtMs: h.tick(), RunID: "r7", Input: input("search for ticket 8")})
+	h.callTools(call("call-8", "search"))
+	h.expectIdle()
+	h.mustAdmit(core.DecideApproval{AtMs: h.tick(), CallID: "call-8", Approve: true, Reason: "fine"})
+	h.mustAdmit(toolResult(h.tick(), h.expectTools(), "call-8", core.CallOK, "ticket 8: closed"))
+	h.answer("Ticket 8 is closed.")
 	h.mustAdmit(core.CloseSession{AtMs: h.tick(), Reason: "done"})
 	return h
 }
@@ -321,6 +331,8 @@ var payloadTypes = map[string]any{
 	core.KindToolCallCompleted:         core.ToolCallCompleted{},
 	core.KindToolBatchCompleted:        core.ToolBatchCompleted{},
 	core.KindToolCallAwaiting:          core.ToolCallAwaiting{},
+	core.KindToolApprovalRequested:     core.ToolApprovalRequested{},
+	core.KindToolApprovalDecided:       core.ToolApprovalDecided{},
 	core.KindContextEntriesApplied:     core.ContextEntriesApplied{},
 	core.KindContextEntriesRemoved:     core.ContextEntriesRemoved{},
 	core.KindContextKeysRemoved:        core.ContextKeysRemoved{},
@@ -341,14 +353,14 @@ func TestGolden_FixturesDecodeAndApplyInOrder(t *testing.T) {
 			t.Fatalf("golden log: %v", err)
 		}
 	}
-	if !s.Closed || s.HasWork() || len(s.Runs()) != 6 {
+	if !s.Closed || s.HasWork() || len(s.Runs()) != 7 {
 		t.Fatalf("golden log replays to %+v", s)
 	}
 	statuses := []string{}
 	for _, r := range s.Runs() {
 		statuses = append(statuses, r.Status)
 	}
-	requireKinds(t, statuses, core.StatusCompleted, core.StatusFailed, core.StatusCancelled, core.StatusCompleted, core.StatusFailed, core.StatusCompleted)
+	requireKinds(t, statuses, core.StatusCompleted, core.StatusFailed, core.StatusCancelled, core.StatusCompleted, core.StatusFailed, core.StatusCompleted, core.StatusCompleted)
 
 	files, err := filepath.Glob(filepath.Join(goldenDir, "*.json"))
 	if err != nil || len(files) == 0 {

@@ -38,6 +38,10 @@ const (
 	// KindToolCallAwaiting: a started call waits for its result from the
 	// client (a client tool): the host does not run it.
 	KindToolCallAwaiting = "tools.call_awaiting"
+	// KindToolApprovalRequested: a started call waits for a person's
+	// decision before it runs; KindToolApprovalDecided records it.
+	KindToolApprovalRequested = "tools.approval_requested"
+	KindToolApprovalDecided   = "tools.approval_decided"
 
 	KindContextEntriesApplied = "context.entries_applied"
 	KindContextEntriesRemoved = "context.entries_removed"
@@ -77,6 +81,10 @@ type SessionConfig struct {
 	// ClientTools define the granted tools the client runs (see
 	// ClientTool); each is also named in Tools, which orders them all.
 	ClientTools []ClientTool `json:"clientTools,omitempty"`
+	// Approvals are the granted tools whose calls wait for a person's
+	// decision before they run, sorted by tool. (A list, not a map: the
+	// core ranges over nothing whose order Go leaves open.)
+	Approvals []ToolApproval `json:"approvals,omitempty"`
 	// MaxTurns bounds the turns of one run; 0 means DefaultMaxTurns.
 	MaxTurns int `json:"maxTurns,omitempty"`
 	// Links mount workspaces (resolved to their current head at each

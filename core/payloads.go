@@ -149,6 +149,21 @@ type ToolCallAwaiting struct {
 	Name   string `json:"name"`
 }
 
+type ToolApprovalRequested struct {
+	RunID  string `json:"runId"`
+	Turn   int    `json:"turn"`
+	CallID string `json:"callId"`
+	Name   string `json:"name"`
+}
+
+type ToolApprovalDecided struct {
+	RunID    string `json:"runId"`
+	Turn     int    `json:"turn"`
+	CallID   string `json:"callId"`
+	Approved bool   `json:"approved"`
+	Reason   string `json:"reason,omitempty"`
+}
+
 type ToolBatchCompleted struct {
 	RunID string `json:"runId"`
 	Turn  int    `json:"turn"`

@@ -38,7 +38,7 @@ func plan(s *State, at int64, fps **FingerprintMemo) Intent {
 	case t.BatchStarted && !t.BatchCompleted:
 		work := &ToolWork{RunID: r.ID, Turn: t.N}
 		for _, c := range t.Calls {
-			if c.Started && !c.Completed && !c.Awaiting {
+			if c.Started && !c.Completed && !c.Awaiting && c.Approval != ApprovalPending {
 				work.Calls = append(work.Calls, c.ToolCall)
 			}
 		}

@@ -117,6 +117,13 @@ func (m *propModel) drawCommand(t *rapid.T) core.Command {
 		}
 		return res
 	case pick < 50:
+		if rapid.IntRange(0, 4).Draw(t, "decision") == 4 { // a decision on any call id
+			d := core.DecideApproval{AtMs: at, CallID: "c" + itoa(rapid.IntRange(1, m.calls+1).Draw(t, "decidedCall")), Approve: rapid.Bool().Draw(t, "approve"), Reason: "because"}
+			if !d.Approve && rapid.IntRange(0, 5).Draw(t, "denialWithoutResult") > 0 {
+				d.Result = entryText(core.EntryToolResult, "", "denied: because")
+			}
+			return d
+		}
 		if rapid.IntRange(0, 3).Draw(t, "clientResult") == 3 { // a client tool's result, for any call id
 			return core.SubmitToolOutput{AtMs: at, CallID: "c" + itoa(rapid.IntRange(1, m.calls+1).Draw(t, "clientCall")),
 				IsError: rapid.Bool().Draw(t, "clientError"), Result: entryText(core.EntryToolResult, "", rapid.SampledFrom(texts).Draw(t, "clientOutput"))}
@@ -197,6 +204,13 @@ func (m *propModel) drawCommand(t *rapid.T) core.Command {
 		cfg.MaxTurns = rapid.IntRange(0, 4).Draw(t, "maxTurns")
 		if slices.Contains(cfg.Tools, "b") && rapid.Bool().Draw(t, "clientTool") {
 			cfg.ClientTools = propConfig().ClientTools
+		}
+		if rapid.Bool().Draw(t, "approvals") {
+			for _, name := range slices.Sorted(slices.Values(cfg.Tools)) {
+				if rapid.Bool().Draw(t, "approve "+name) {
+					cfg.Approvals = append(cfg.Approvals, core.ToolApproval{Tool: name, Policy: core.ApprovalAlways})
+				}
+			}
 		}
 		if rapid.IntRange(0, 3).Draw(t, "transcription") > 0 {
 			cfg.Transcription = &whisper
@@ -470,5 +484,6 @@ func TestProperty_GeneratorCoversEveryEventKind(t *testing.T) {
 func propConfig() core.SessionConfig {
 	cfg := transcribing("a", "b")
 	cfg.ClientTools = []core.ClientTool{{Name: "b", Parameters: []byte(`{"type":"object"}`)}}
+	cfg.Approvals = []core.ToolApproval{{Tool: "a", Policy: core.ApprovalAlways}}
 	return cfg
 }

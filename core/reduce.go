@@ -308,6 +308,29 @@ func (s *State) applyTurn(ev Event, r *Run) error {
 			return fmt.Errorf("unknown call %s", p.CallID)
 		}
 		c.Started = true
+	case KindToolApprovalRequested:
+		p, err := decode[ToolApprovalRequested](ev)
+		if err != nil {
+			return err
+		}
+		c := t.call(p.CallID)
+		if c == nil || !c.Started || c.Completed {
+			return fmt.Errorf("call %s is not open", p.CallID)
+		}
+		c.Approval = ApprovalPending
+	case KindToolApprovalDecided:
+		p, err := decode[ToolApprovalDecided](ev)
+		if err != nil {
+			return err
+		}
+		c := t.call(p.CallID)
+		if c == nil || c.Approval != ApprovalPending {
+			return fmt.Errorf("call %s waits for no decision", p.CallID)
+		}
+		c.Approval = ApprovalDenied
+		if p.Approved {
+			c.Approval = ApprovalApproved
+		}
 	case KindToolCallAwaiting:
 		p, err := decode[ToolCallAwaiting](ev)
 		if err != nil {

@@ -55,6 +55,10 @@ func payloadOf(kind string) any {
 		return new(ToolBatchCompleted)
 	case KindToolCallAwaiting:
 		return new(ToolCallAwaiting)
+	case KindToolApprovalRequested:
+		return new(ToolApprovalRequested)
+	case KindToolApprovalDecided:
+		return new(ToolApprovalDecided)
 	case KindContextEntriesApplied:
 		return new(ContextEntriesApplied)
 	case KindContextEntriesRemoved:

@@ -19,6 +19,9 @@ const (
 	// ended), or one already answered.
 	RejectUnknownCall  = "unknown_call"
 	RejectCallAnswered = "call_answered"
+	// A decision for a call that waits for none, or one that contradicts
+	// the decision already recorded.
+	RejectApprovalConflict = "approval_conflict"
 )
 
 // Rejection is a typed admission refusal. A rejected command changes nothing.

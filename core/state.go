@@ -94,7 +94,11 @@ type Call struct {
 	Started bool
 	// Awaiting is set for a client tool's call: its result comes from the
 	// client (SubmitToolOutput), not from the host.
-	Awaiting  bool
+	Awaiting bool
+	// Approval is the person's decision the call needs before it runs:
+	// ApprovalPending until it is recorded, then ApprovalApproved or
+	// ApprovalDenied; "" for a call that needs none.
+	Approval  string
 	Completed bool
 	Status    string
 	// Result is the completed call's result entry, held until its batch

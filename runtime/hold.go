@@ -11,7 +11,7 @@ import "github.com/cairn-agents/cairn/core"
 // compaction itself may be waiting for them.
 func Holdable(cmd core.Command) bool {
 	switch cmd.(type) {
-	case core.Steer, core.CancelRun, core.GenerationResult, core.ToolResult, core.SubmitToolOutput, core.CompactionResult, core.TranscriptionResult, core.FailRun:
+	case core.Steer, core.CancelRun, core.GenerationResult, core.ToolResult, core.SubmitToolOutput, core.DecideApproval, core.CompactionResult, core.TranscriptionResult, core.FailRun:
 		return false
 	}
 	return true

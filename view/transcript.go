@@ -96,6 +96,8 @@ const (
 	DisplayToolCall            = "tool_call"            // tools.call_started: runId, callId, name, content (arguments, preview)
 	DisplayToolResult          = "tool_result"          // tools.call_completed: runId, callId, status, content (result, preview)
 	DisplayToolAwaiting        = "tool_awaiting"        // tools.call_awaiting: runId, callId, name (the client runs it)
+	DisplayApprovalRequested   = "approval_requested"   // tools.approval_requested: runId, callId, name
+	DisplayApprovalDecided     = "approval_decided"     // tools.approval_decided: runId, callId, status (approved or denied), reason
 	DisplayOutput              = "output"               // run.completed: runId, content (output, full text) when there is one
 	DisplayFailure             = "failure"              // run.failed (runId), compaction.failed (compactionId): failure
 	DisplayCancelRequested     = "cancel_requested"     // run.cancel_requested: runId, reason
@@ -340,6 +342,16 @@ func (p projector) display(ctx context.Context, ev core.Event) (*Display, error)
 		}
 		c, err := p.bounded(ctx, pl.Arguments, "")
 		return &Display{Kind: DisplayToolCall, RunID: pl.RunID, CallID: pl.CallID, Name: pl.Name, Content: &c}, err
+	case core.KindToolApprovalRequested:
+		pl, err := decode[core.ToolApprovalRequested](ev)
+		return &Display{Kind: DisplayApprovalRequested, RunID: pl.RunID, CallID: pl.CallID, Name: pl.Name}, err
+	case core.KindToolApprovalDecided:
+		pl, err := decode[core.ToolApprovalDecided](ev)
+		status := core.ApprovalDenied
+		if pl.Approved {
+			status = core.ApprovalApproved
+		}
+		return &Display{Kind: DisplayApprovalDecided, RunID: pl.RunID, CallID: pl.CallID, Status: status, Reason: pl.Reason}, err
 	case core.KindToolCallAwaiting:
 		pl, err := decode[core.ToolCallAwaiting](ev)
 		return &Display{Kind: DisplayToolAwaiting, RunID: pl.RunID, CallID: pl.CallID, Name: pl.Name}, err

@@ -230,6 +230,8 @@ func TestTranscript_DisplayShowsTextInFullAndBoundsPreviews(t *testing.T) {
 	args := l.put(`{"path":"`+long+`"}`, content.MediaJSON, "")
 	callSeq := l.add(core.KindToolCallStarted, core.ToolCallStarted{RunID: "r1", Turn: 1, CallID: "c1", Name: "vfs_read", Arguments: args})
 	awaitSeq := l.add(core.KindToolCallAwaiting, core.ToolCallAwaiting{RunID: "r1", Turn: 1, CallID: "c1", Name: "vfs_read"})
+	askSeq := l.add(core.KindToolApprovalRequested, core.ToolApprovalRequested{RunID: "r1", Turn: 1, CallID: "c1", Name: "vfs_read"})
+	decideSeq := l.add(core.KindToolApprovalDecided, core.ToolApprovalDecided{RunID: "r1", Turn: 1, CallID: "c1", Reason: "not now"})
 	resultBytes := "result: " + long
 	result := l.put(resultBytes, content.MediaText, "")
 	resultSeq := l.add(core.KindToolCallCompleted, core.ToolCallCompleted{RunID: "r1", Turn: 1, CallID: "c1", Status: core.CallOK, Result: result})
@@ -287,6 +289,12 @@ func TestTranscript_DisplayShowsTextInFullAndBoundsPreviews(t *testing.T) {
 	wantPreview("tool call arguments", *bySeq[callSeq].Content, args, `{"path":"word`)
 	if d := bySeq[awaitSeq]; d.Kind != view.DisplayToolAwaiting || d.Name != "vfs_read" || d.CallID != "c1" || d.RunID != "r1" {
 		t.Fatalf("awaiting call display %+v", d)
+	}
+	if d := bySeq[askSeq]; d.Kind != view.DisplayApprovalRequested || d.Name != "vfs_read" || d.CallID != "c1" {
+		t.Fatalf("approval request display %+v", d)
+	}
+	if d := bySeq[decideSeq]; d.Kind != view.DisplayApprovalDecided || d.Status != core.ApprovalDenied || d.Reason != "not now" {
+		t.Fatalf("approval decision display %+v", d)
 	}
 	if d := bySeq[resultSeq]; d.Kind != view.DisplayToolResult || d.Status != core.CallOK || d.CallID != "c1" {
 		t.Fatalf("tool result display %+v", d)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -16,10 +17,12 @@ import (
 type chatOptions struct {
 	clientFlags
 	session, provider, apiKind, model, instructions, submission string
-	tools, links, skills                                        []string
+	tools, links, skills, approve                               []string
 	json                                                        bool
-	compaction                                                  string
-	threshold, target                                           int64
+	// in answers approval prompts (nil: none are asked)
+	in                io.Reader
+	compaction        string
+	threshold, target int64
 }
 
 func chatCommand() *cobra.Command {
@@ -29,6 +32,7 @@ func chatCommand() *cobra.Command {
 		Short: "Send a message to a session (a new one unless --session) and follow the run",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o.in = cmd.InOrStdin()
 			status, err := runChat(cmd.Context(), cmd.OutOrStdout(), o.client(), o, strings.Join(args, " "))
 			if err != nil {
 				return err
@@ -47,6 +51,7 @@ func chatCommand() *cobra.Command {
 	f.StringVar(&o.model, "model", envOr("CAIRN_MODEL", "gpt-4o-mini"), "model for a new session (env CAIRN_MODEL)")
 	f.StringVar(&o.instructions, "instructions", "", "instructions for a new session")
 	f.StringSliceVar(&o.tools, "tool", nil, "grant a tool to a new session (repeatable), e.g. vfs_read_file")
+	f.StringSliceVar(&o.approve, "approve", nil, "in a new session, a granted tool whose calls wait for your approval (repeatable); chat asks y/n")
 	f.StringArrayVar(&o.links, "link", nil, "mount a workspace or snapshot in a new session: MOUNT=WORKSPACE or MOUNT=sha256:… (repeatable)")
 	f.StringSliceVar(&o.skills, "skill", nil, "activate a skill of the linked files for this run only (repeatable)")
 	f.StringVar(&o.compaction, "compaction", "", "compaction mode of a new session: disabled, provider_standalone, provider_triggered (openai_responses only)")
@@ -69,6 +74,7 @@ func runChat(ctx context.Context, out io.Writer, c *api.Client, o chatOptions, m
 			Model:        core.ModelSelection{ProviderID: o.provider, APIKind: o.apiKind, Model: o.model},
 			Instructions: o.instructions,
 			Tools:        o.tools,
+			Approvals:    approvals(o.approve),
 			Links:        links,
 			Compaction:   o.compactionPolicy(),
 		})
@@ -92,7 +98,22 @@ func runChat(ctx context.Context, out io.Writer, c *api.Client, o chatOptions, m
 		fmt.Fprintf(out, "run %s %s\n", run.RunID, run.Status)
 	}
 	f := &follower{client: c, out: out, json: o.json, session: session}
+	if o.in != nil && !o.json {
+		f.in = bufio.NewReader(o.in)
+	}
 	return f.follow(ctx, run.RunID, before.Head)
+}
+
+// approvals is the approval policy of the tools named by --approve.
+func approvals(tools []string) map[string]string {
+	if len(tools) == 0 {
+		return nil
+	}
+	out := map[string]string{}
+	for _, t := range tools {
+		out[t] = core.ApprovalAlways
+	}
+	return out
 }
 
 // parseLinks reads --link values: MOUNT=WORKSPACE, or MOUNT=sha256:… for a

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/cairn-agents/cairn/api"
@@ -19,6 +21,8 @@ type follower struct {
 	json    bool
 	session string
 	names   map[string]string // call id → tool name
+	// in answers approval prompts; nil prints how to decide instead
+	in *bufio.Reader
 }
 
 // follow long-polls events after `after` and prints those of runID until it
@@ -84,6 +88,10 @@ func (f *follower) print(ctx context.Context, ev api.EventView) error {
 			return err
 		}
 		fmt.Fprintf(f.out, "[turn %d] tool call %s %s\n", p.Turn, p.Name, oneLine(string(args), 120))
+	case core.KindToolApprovalRequested:
+		var p core.ToolApprovalRequested
+		_ = json.Unmarshal(ev.Payload, &p)
+		return f.askApproval(ctx, p)
 	case core.KindToolCallAwaiting:
 		var p core.ToolCallAwaiting
 		_ = json.Unmarshal(ev.Payload, &p)
@@ -111,6 +119,40 @@ func (f *follower) print(ctx context.Context, ev api.EventView) error {
 	case core.KindRunCancelled:
 		fmt.Fprintf(f.out, "run cancelled\n")
 	}
+	return nil
+}
+
+// askApproval prints a call that waits for approval and asks y/n; without
+// an answer (no input, or its end) it prints how to decide and follows on.
+func (f *follower) askApproval(ctx context.Context, p core.ToolApprovalRequested) error {
+	pending, err := f.client.PendingApprovals(ctx, f.session)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(pending.Calls, func(c api.PendingCall) bool { return c.CallID == p.CallID })
+	if i < 0 {
+		return nil // decided meanwhile
+	}
+	c := pending.Calls[i]
+	fmt.Fprintf(f.out, "[turn %d] approval needed: %s %s\n", p.Turn, c.Name, oneLine(c.Arguments, 200))
+	if f.in != nil {
+		fmt.Fprintf(f.out, "approve? [y/N] ")
+		line, err := f.in.ReadString('\n')
+		if answer := strings.ToLower(strings.TrimSpace(line)); answer != "" || err == nil {
+			approve := answer == "y" || answer == "yes"
+			if _, err := f.client.DecideApproval(ctx, api.ApprovalDecideParams{SessionID: f.session, CallID: c.CallID, Approve: approve}); err != nil {
+				return err
+			}
+			decision := "denied"
+			if approve {
+				decision = "approved"
+			}
+			fmt.Fprintf(f.out, "[turn %d] %s %s\n", p.Turn, decision, c.Name)
+			return nil
+		}
+		fmt.Fprintln(f.out)
+	}
+	fmt.Fprintf(f.out, "  decide with: cairn approvals decide %s %s approve|deny\n", f.session, c.CallID)
 	return nil
 }
 

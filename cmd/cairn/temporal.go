@@ -47,7 +47,7 @@ func (h temporalHost) SessionStatus(ctx context.Context, sessionID string) (api.
 	if err != nil {
 		return api.SessionReadResult{}, err
 	}
-	out := api.SessionReadResult{SessionID: st.SessionID, Status: core.SessionStatusOpen, Model: st.Model, Tools: st.Tools, ClientTools: st.ClientTools,
+	out := api.SessionReadResult{SessionID: st.SessionID, Status: core.SessionStatusOpen, Model: st.Model, Tools: st.Tools, ClientTools: st.ClientTools, Approvals: api.ApprovalMap(st.Approvals),
 		ContextRevision: st.ContextRevision, Head: st.Head, QueuedRuns: []api.RunSummary{}, Compaction: st.Compaction, AsOfSeq: st.AsOfSeq}
 	if st.Closed {
 		out.Status = core.SessionStatusClosed

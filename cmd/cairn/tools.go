@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 
@@ -22,18 +23,22 @@ the run waits (status awaiting_tools) until the result is submitted.
   cairn tools pending SESSION               the calls that wait, as JSON lines
   cairn tools submit SESSION CALL_ID TEXT   answer one (TEXT "-" or absent: stdin)`,
 	}
-	cmd.AddCommand(toolsPendingCommand(), toolsSubmitCommand())
+	cmd.AddCommand(pendingCommand("Print the calls that wait for the client, one JSON object per line: {runId, callId, name, arguments}", (*api.Client).PendingTools),
+		toolsSubmitCommand())
 	return cmd
 }
 
-func toolsPendingCommand() *cobra.Command {
+// pendingCommand prints, one JSON object per line ({runId, callId, name,
+// arguments}), the calls list returns: those that wait for the client, or
+// for a decision.
+func pendingCommand(short string, list func(*api.Client, context.Context, string) (api.ToolsPendingResult, error)) *cobra.Command {
 	var cf clientFlags
 	cmd := &cobra.Command{
 		Use:   "pending SESSION",
-		Short: "Print the calls that wait for the client, one JSON object per line: {runId, callId, name, arguments}",
+		Short: short,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			got, err := cf.client().PendingTools(cmd.Context(), args[0])
+			got, err := list(cf.client(), cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}

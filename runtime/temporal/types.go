@@ -50,6 +50,7 @@ type Command struct {
 	RemoveContext *core.RemoveContext     `json:"removeContext,omitempty"`
 	Compact       *core.RequestCompaction `json:"compact,omitempty"`
 	ToolOutput    *core.SubmitToolOutput  `json:"toolOutput,omitempty"`
+	Decision      *core.DecideApproval    `json:"decision,omitempty"`
 }
 
 // WrapCommand puts a core command into its wire form.
@@ -75,6 +76,8 @@ func WrapCommand(cmd core.Command) (Command, error) {
 		return Command{Compact: &c}, nil
 	case core.SubmitToolOutput:
 		return Command{ToolOutput: &c}, nil
+	case core.DecideApproval:
+		return Command{Decision: &c}, nil
 	}
 	return Command{}, fmt.Errorf("command %T cannot be submitted by a client", cmd)
 }
@@ -112,6 +115,9 @@ func (c Command) Unwrap() (core.Command, error) {
 	if c.ToolOutput != nil {
 		out = append(out, *c.ToolOutput)
 	}
+	if c.Decision != nil {
+		out = append(out, *c.Decision)
+	}
 	if len(out) != 1 {
 		return nil, fmt.Errorf("a command must set exactly one field, got %d", len(out))
 	}
@@ -134,6 +140,7 @@ type Status struct {
 	Model           core.ModelSelection `json:"model"`
 	Tools           []string            `json:"tools,omitempty"`
 	ClientTools     []core.ClientTool   `json:"clientTools,omitempty"`
+	Approvals       []core.ToolApproval `json:"approvals,omitempty"`
 	ContextRevision int64               `json:"contextRevision"`
 	Head            int64               `json:"head"`
 	ActiveRun       string              `json:"activeRun,omitempty"`
@@ -152,7 +159,7 @@ type Status struct {
 // the gateway's answer from the store. The pending compaction is reported
 // without its entry ids (they can be many).
 func statusOf(st *core.State) Status {
-	out := Status{SessionID: st.SessionID, Closed: st.Closed, Model: st.Config.Model, Tools: st.Config.Tools, ClientTools: st.Config.ClientTools,
+	out := Status{SessionID: st.SessionID, Closed: st.Closed, Model: st.Config.Model, Tools: st.Config.Tools, ClientTools: st.Config.ClientTools, Approvals: st.Config.Approvals,
 		ContextRevision: st.Revision, Head: st.Head, ActiveRun: st.Active, Queued: append([]string{}, st.Queue...)}
 	if r := st.ActiveRun(); r != nil {
 		out.ActiveRunStatus = r.ShownStatus()

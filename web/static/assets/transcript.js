@@ -378,6 +378,10 @@ function displayBody(d) {
       return (d.input || []).map((c) => contentBlock(c, 'steering', [h('span', { class: 'tag mono' }, d.steeringId)]));
     case 'tool_call':
       return d.content ? contentBlock(d.content, 'tool call', [h('span', { class: 'tag mono' }, d.name), h('span', { class: 'tag mono quiet' }, d.callId)]) : h('span', {}, d.name);
+    case 'approval_requested':
+      return h('div', {}, 'Waiting for approval to run ', h('span', { class: 'tag mono' }, d.name), ' ', h('span', { class: 'tag mono quiet' }, d.callId), '.');
+    case 'approval_decided':
+      return h('div', {}, d.status === 'approved' ? 'Approved ' : 'Denied ', h('span', { class: 'tag mono quiet' }, d.callId), d.reason ? `: ${d.reason}` : '.');
     case 'tool_awaiting':
       return h('div', {}, 'Waiting for the client to run ', h('span', { class: 'tag mono' }, d.name), ' ', h('span', { class: 'tag mono quiet' }, d.callId), '.');
     case 'tool_result':
