@@ -3,49 +3,12 @@ package e2e
 import (
 	"bytes"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 )
-
-// nativeFake answers every POST with the same recorded-shape body and keeps
-// the request bodies.
-type nativeFake struct {
-	mu     sync.Mutex
-	bodies [][]byte
-	srv    *httptest.Server
-}
-
-func newNativeFake(t *testing.T, path, header, key, response string) *nativeFake {
-	f := &nativeFake{}
-	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != path || r.Header.Get(header) != key {
-			w.WriteHeader(http.StatusUnauthorized)
-			_, _ = io.WriteString(w, `{"error":{"message":"wrong path or key"}}`)
-			return
-		}
-		body, _ := io.ReadAll(r.Body)
-		f.mu.Lock()
-		f.bodies = append(f.bodies, body)
-		f.mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, response)
-	}))
-	t.Cleanup(f.srv.Close)
-	return f
-}
-
-func (f *nativeFake) requests() [][]byte {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([][]byte(nil), f.bodies...)
-}
 
 const responsesBody = `{"id":"resp_e2e","object":"response","status":"completed","model":"m","output":[{"type":"message","id":"msg_e2e","status":"completed","role":"assistant","content":[{"type":"output_text","text":"Hello from Responses","annotations":[]}]}],"usage":{"input_tokens":10,"output_tokens":5,"total_tokens":15,"input_tokens_details":{"cached_tokens":0},"output_tokens_details":{"reasoning_tokens":0}}}`
 
@@ -55,8 +18,8 @@ const anthropicBody = `{"id":"msg_e2e","type":"message","role":"assistant","mode
 // `cairn serve` and `cairn chat`, and the next request replays the stored
 // native output byte for byte.
 func TestE2E_ResponsesAndAnthropicSessionsThroughServeAndChat(t *testing.T) {
-	resp := newNativeFake(t, "/v1/responses", "Authorization", "Bearer "+fakeKey, responsesBody)
-	anth := newNativeFake(t, "/v1/messages", "X-Api-Key", fakeKey, anthropicBody)
+	resp := newScriptedFake(t, "/v1/responses", "Authorization", "Bearer "+fakeKey, responsesBody)
+	anth := newScriptedFake(t, "/v1/messages", "X-Api-Key", fakeKey, anthropicBody)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "providers.json")
 	records := fmt.Sprintf(`{"providers":{
@@ -69,7 +32,7 @@ func TestE2E_ResponsesAndAnthropicSessionsThroughServeAndChat(t *testing.T) {
 
 	cases := []struct {
 		provider, apiKind, want string
-		fake                    *nativeFake
+		fake                    *scriptedFake
 		native                  string // the stored output as it must come back
 	}{
 		{"fake-responses", "openai_responses", "Hello from Responses", resp,

@@ -5,55 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/cairn-agents/cairn/api"
 	"github.com/cairn-agents/cairn/core"
 )
-
-// scriptedFake answers request n with replies[n] (the last one after
-// that), in an API kind's wire format, and keeps the request bodies.
-type scriptedFake struct {
-	mu      sync.Mutex
-	replies []string
-	bodies  [][]byte
-	srv     *httptest.Server
-}
-
-func newScriptedFake(t *testing.T, path, header, key string, replies ...string) *scriptedFake {
-	f := &scriptedFake{replies: replies}
-	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != path || r.Header.Get(header) != key {
-			w.WriteHeader(http.StatusUnauthorized)
-			_, _ = io.WriteString(w, `{"error":{"message":"wrong path or key"}}`)
-			return
-		}
-		body, _ := io.ReadAll(r.Body)
-		f.mu.Lock()
-		reply := f.replies[min(len(f.bodies), len(f.replies)-1)]
-		f.bodies = append(f.bodies, body)
-		f.mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, reply)
-	}))
-	t.Cleanup(f.srv.Close)
-	return f
-}
-
-func (f *scriptedFake) requests() [][]byte {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([][]byte(nil), f.bodies...)
-}
 
 // One parallel batch per API kind: the model calls the client tool lookup
 // and the built-in vfs_list_dir. The built-in call runs, the client's

@@ -10,10 +10,11 @@ import (
 	"github.com/cairn-agents/cairn/core"
 )
 
-// A client tool on Temporal: the model's call parks the run (no worker
-// holds it: the workflow waits for an update), the worker is SIGKILLed,
-// the client submits the result to the gateway, and another worker
-// finishes the run with it.
+// A client tool that needs approval, on Temporal: the model's call parks
+// the run (no worker holds it: the workflow waits for an update), a person
+// approves it through the gateway, the worker is SIGKILLed, the client
+// submits the result to the gateway, and another worker finishes the run
+// with it.
 func TestE2E_TemporalClientToolSurvivesItsWorker(t *testing.T) {
 	fake := newFakeChat(t, fakeKey)
 	fake.script(
@@ -25,13 +26,21 @@ func TestE2E_TemporalClientToolSurvivesItsWorker(t *testing.T) {
 	c := d.client()
 	ctx := context.Background()
 	lookup := api.ClientTool{Name: "lookup", Description: "Look a ticket up.", Parameters: json.RawMessage(`{"type":"object","properties":{"number":{"type":"integer"}}}`)}
-	created, err := c.CreateSession(ctx, api.CreateSessionParams{SessionID: "tickets", Model: fakeModel(), Tools: []string{"lookup"}, ClientTools: []api.ClientTool{lookup}})
+	created, err := c.CreateSession(ctx, api.CreateSessionParams{SessionID: "tickets", Model: fakeModel(), Tools: []string{"lookup"}, ClientTools: []api.ClientTool{lookup},
+		Approvals: map[string]string{"lookup": core.ApprovalAlways}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sid := created.SessionID
 	run, err := c.StartRun(ctx, api.RunStartParams{SessionID: sid, Input: textInput("What is ticket 7?")})
 	if err != nil {
+		t.Fatal(err)
+	}
+	waitEvent(t, c, sid, isEvent(core.KindToolApprovalRequested, "call_1"))
+	if read, err := c.ReadSession(ctx, sid); err != nil || read.ActiveRun == nil || read.ActiveRun.Status != core.StatusAwaitingApproval {
+		t.Fatalf("session/read while the call waits for approval: %s, %v", mustJSON(t, read), err)
+	}
+	if _, err := c.DecideApproval(ctx, api.ApprovalDecideParams{SessionID: sid, CallID: "call_1", Approve: true, Reason: "fine"}); err != nil {
 		t.Fatal(err)
 	}
 	waitEvent(t, c, sid, isEvent(core.KindToolCallAwaiting, "call_1"))
