@@ -79,6 +79,8 @@ func admit(s *State, cmd Command) (Admission, error) {
 		return admitSubmitToolOutput(s, c)
 	case DecideApproval:
 		return admitDecideApproval(s, c)
+	case ExpireToolCall:
+		return admitExpireToolCall(s, c)
 	case RequestCompaction:
 		return admitRequestCompaction(s, c)
 	case CompactionResult:
@@ -747,7 +749,9 @@ func admitToolResult(s *State, c ToolResult) (Admission, error) {
 		return Admission{}, err
 	}
 	call := t.call(c.CallID)
-	if call == nil || !call.Started || call.Completed || call.Awaiting != c.client {
+	// A call that waits for a decision has run nowhere; one that waits for
+	// the client is answered by the client alone.
+	if call == nil || !call.Started || call.Completed || call.Awaiting != c.client || call.Approval == ApprovalPending {
 		return Admission{}, reject(RejectStaleResult, "call %s of run %s turn %d is not open", c.CallID, c.RunID, c.Turn)
 	}
 	switch c.Status {

@@ -93,6 +93,9 @@ func admitDecideApproval(s *State, c DecideApproval) (Admission, error) {
 	if call == nil || call.Approval == "" {
 		return Admission{}, reject(RejectUnknownCall, "no call %s of the active run waits for a decision (unknown, needs none, or its run has ended)", c.CallID)
 	}
+	if call.Completed && call.Approval == ApprovalPending {
+		return Admission{}, reject(RejectCallAnswered, "call %s has ended without a decision", c.CallID)
+	}
 	decided := ApprovalDenied
 	if c.Approve {
 		decided = ApprovalApproved

@@ -22,6 +22,8 @@ func TestApprovals_CallsWaitForADecision(t *testing.T) {
 	h.mustAdmit(core.StartRun{AtMs: h.tick(), RunID: "r1", Input: input("check")})
 	h.callTools(call("c1", "search"), call("c2", "lookup"), call("c3", "search"))
 	h.expectIdle() // nothing runs before a decision
+	// Nor can a host's result answer a call nobody approved.
+	h.rejection(core.ToolResult{AtMs: h.tick(), RunID: "r1", Turn: 1, CallID: "c1", Status: core.CallOK, Result: entryText(core.EntryToolResult, "", "x")}, core.RejectStaleResult)
 	r := h.state().Run("r1")
 	if r.ShownStatus() != core.StatusAwaitingApproval || len(r.PendingApprovals()) != 3 {
 		t.Fatalf("status %s, %d pending approvals", r.ShownStatus(), len(r.PendingApprovals()))

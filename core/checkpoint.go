@@ -85,12 +85,13 @@ type turnState struct {
 
 type callState struct {
 	ToolCall
-	Started   bool        `json:"started"`
-	Awaiting  bool        `json:"awaiting,omitempty"`
-	Approval  string      `json:"approval,omitempty"`
-	Completed bool        `json:"completed"`
-	Status    string      `json:"status,omitempty"`
-	Result    *EntryInput `json:"result,omitempty"`
+	Started         bool        `json:"started"`
+	Awaiting        bool        `json:"awaiting,omitempty"`
+	AwaitingSinceMs int64       `json:"awaitingSinceMs,omitempty"`
+	Approval        string      `json:"approval,omitempty"`
+	Completed       bool        `json:"completed"`
+	Status          string      `json:"status,omitempty"`
+	Result          *EntryInput `json:"result,omitempty"`
 }
 
 // EncodeCheckpoint returns the state as canonical JSON, in one piece
@@ -130,7 +131,7 @@ func (s *State) checkpoint() checkpoint {
 				GenRequested: t.GenRequested, GenCompleted: t.GenCompleted, BatchStarted: t.BatchStarted,
 				BatchCompleted: t.BatchCompleted, Completed: t.Completed, Outcome: t.Outcome, LastMessage: t.LastMessage}
 			for _, c := range t.Calls {
-				ts.Calls = append(ts.Calls, callState{ToolCall: c.ToolCall, Started: c.Started, Awaiting: c.Awaiting, Approval: c.Approval, Completed: c.Completed, Status: c.Status, Result: c.Result})
+				ts.Calls = append(ts.Calls, callState{ToolCall: c.ToolCall, Started: c.Started, Awaiting: c.Awaiting, AwaitingSinceMs: c.AwaitingSinceMs, Approval: c.Approval, Completed: c.Completed, Status: c.Status, Result: c.Result})
 			}
 			rs.Turn = ts
 		}
@@ -196,7 +197,7 @@ func (cp checkpoint) state() (*State, error) {
 				GenRequested: ts.GenRequested, GenCompleted: ts.GenCompleted, BatchStarted: ts.BatchStarted,
 				BatchCompleted: ts.BatchCompleted, Completed: ts.Completed, Outcome: ts.Outcome, LastMessage: ts.LastMessage}
 			for _, c := range ts.Calls {
-				t.Calls = append(t.Calls, &Call{ToolCall: c.ToolCall, Started: c.Started, Awaiting: c.Awaiting, Approval: c.Approval, Completed: c.Completed, Status: c.Status, Result: c.Result})
+				t.Calls = append(t.Calls, &Call{ToolCall: c.ToolCall, Started: c.Started, Awaiting: c.Awaiting, AwaitingSinceMs: c.AwaitingSinceMs, Approval: c.Approval, Completed: c.Completed, Status: c.Status, Result: c.Result})
 			}
 			r.Turn = t
 		}

@@ -15,6 +15,10 @@ type ClientTool struct {
 	// Parameters is the JSON Schema object of the call's arguments, in
 	// canonical form; the API checks that it compiles as a schema.
 	Parameters json.RawMessage `json:"parameters"`
+	// TimeoutMs, when positive, bounds how long a call waits for the
+	// client: then the host expires it (ExpireToolCall) and the model sees
+	// the constant "timed out" error result.
+	TimeoutMs int64 `json:"timeoutMs,omitempty"`
 }
 
 // Bounds on a client tool's definition.
@@ -22,6 +26,7 @@ const (
 	MaxClientTools           = 128
 	MaxClientToolDescription = 4096
 	MaxClientToolParameters  = 64 << 10
+	MaxClientToolTimeoutMs   = 7 * 24 * 60 * 60 * 1000
 )
 
 // clientTool returns the client tool named name, or nil.
@@ -65,6 +70,8 @@ func validateClientTools(cfg SessionConfig) error {
 			return reject(RejectInvalidConfiguration, "client tool %q: description over %d bytes", t.Name, MaxClientToolDescription)
 		case len(t.Parameters) > MaxClientToolParameters:
 			return reject(RejectInvalidConfiguration, "client tool %q: parameters over %d bytes", t.Name, MaxClientToolParameters)
+		case t.TimeoutMs < 0 || t.TimeoutMs > MaxClientToolTimeoutMs:
+			return reject(RejectInvalidConfiguration, "client tool %q: timeoutMs must be 0 (none) to %d (7 days)", t.Name, MaxClientToolTimeoutMs)
 		case len(t.Parameters) < 2 || t.Parameters[0] != '{':
 			return reject(RejectInvalidConfiguration, "client tool %q: parameters must be a JSON Schema object", t.Name)
 		}
@@ -146,4 +153,59 @@ func (r *Run) AwaitingCalls() []ToolCall {
 		}
 	}
 	return out
+}
+
+// ToolDeadline is when a client's call expires unless answered.
+type ToolDeadline struct {
+	CallID string
+	AtMs   int64
+}
+
+// ToolDeadlines are the deadlines of the active run's calls that wait for
+// the client with a timeout, in call order: a host arms a timer for each
+// and submits ExpireToolCall when it fires.
+func (s *State) ToolDeadlines() []ToolDeadline {
+	r := s.ActiveRun()
+	if r == nil || r.Turn == nil {
+		return nil
+	}
+	var out []ToolDeadline
+	for _, c := range r.Turn.Calls {
+		if !c.Awaiting || c.Completed {
+			continue
+		}
+		if t := s.Config.clientTool(c.Name); t != nil && t.TimeoutMs > 0 {
+			out = append(out, ToolDeadline{CallID: c.CallID, AtMs: c.AwaitingSinceMs + t.TimeoutMs})
+		}
+	}
+	return out
+}
+
+// ExpireToolCall is a host's report that a client's call reached its
+// deadline (ToolDeadlines) unanswered: the call completes with the
+// constant "timed out" error result. One not due yet, or answered
+// meanwhile, is a stale result and changes nothing.
+type ExpireToolCall struct {
+	AtMs   int64  `json:"atMs,omitempty"`
+	CallID string `json:"callId"`
+}
+
+func (ExpireToolCall) command() {}
+
+func admitExpireToolCall(s *State, c ExpireToolCall) (Admission, error) {
+	for _, d := range s.ToolDeadlines() {
+		if d.CallID != c.CallID {
+			continue
+		}
+		if c.AtMs < d.AtMs {
+			return Admission{}, reject(RejectStaleResult, "call %s is not due until %d", c.CallID, d.AtMs)
+		}
+		r := s.ActiveRun()
+		call := r.Turn.call(c.CallID)
+		b := s.newBatch(c.AtMs)
+		completeCall(b, r.ID, r.Turn.N, call.ToolCall, CallError, constantResult(ContentRefBytes{ToolTimedOutRef, ToolTimedOutBytes}, "timed out"))
+		endBatchIfDone(b, r, r.Turn, call.CallID)
+		return Admission{RunID: r.ID, Status: StatusRunning, Proposals: b.props}, nil
+	}
+	return Admission{}, reject(RejectStaleResult, "no call %s of the active run waits for the client with a deadline", c.CallID)
 }

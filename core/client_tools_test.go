@@ -92,3 +92,37 @@ func TestClientTools_DefinitionsAreChecked(t *testing.T) {
 		t.Fatalf("a valid client tool: %v", err)
 	}
 }
+
+// A client's call with a timeout has a deadline its host arms; expiring
+// it before then is stale, at the deadline it completes with the constant
+// "timed out" error result, and an answered call has no deadline.
+func TestClientTools_ACallExpiresAtItsDeadline(t *testing.T) {
+	cfg := clientConfig()
+	cfg.ClientTools[0].TimeoutMs = 100
+	h := newHarness(t, cfg)
+	h.mustAdmit(core.StartRun{AtMs: h.tick(), RunID: "r1", Input: input("check")})
+	h.callTools(call("c1", "lookup"), call("c2", "lookup"))
+	ds := h.state().ToolDeadlines()
+	if len(ds) != 2 || ds[0].CallID != "c1" || ds[1].CallID != "c2" || ds[0].AtMs != ds[1].AtMs {
+		t.Fatalf("deadlines %+v", ds)
+	}
+	due := ds[0].AtMs
+	h.rejection(core.ExpireToolCall{AtMs: due - 1, CallID: "c1"}, core.RejectStaleResult)
+	h.mustAdmit(core.SubmitToolOutput{AtMs: due - 1, CallID: "c2", Result: entryText(core.EntryToolResult, "", "answered in time")})
+	if ds := h.state().ToolDeadlines(); len(ds) != 1 || ds[0].CallID != "c1" {
+		t.Fatalf("deadlines after c2 was answered: %+v", ds)
+	}
+	h.rejection(core.ExpireToolCall{AtMs: due, CallID: "c2"}, core.RejectStaleResult)
+	h.mustAdmit(core.ExpireToolCall{AtMs: due, CallID: "c1"})
+	g := h.expectGenerate()
+	var results []string
+	for _, e := range g.Entries {
+		if e.Kind == core.EntryToolResult {
+			results = append(results, e.CallID+"="+e.Preview)
+		}
+	}
+	requireKinds(t, results, "c1=timed out", "c2=answered in time")
+	if g.Turn != 2 {
+		t.Fatalf("the next generation is of turn %d, want 2", g.Turn)
+	}
+}

@@ -9,7 +9,7 @@ import (
 	"github.com/cairn-agents/cairn/core"
 )
 
-// The digests of the four constant blobs are part of the storage format:
+// The digests of the constant blobs are part of the storage format:
 // events written today reference them, so their bytes must never change.
 func TestSpec_ConstantBlobDigestsArePinned(t *testing.T) {
 	pins := []struct {
@@ -22,6 +22,7 @@ func TestSpec_ConstantBlobDigestsArePinned(t *testing.T) {
 		{"tool failed", core.ToolFailedRef, core.ToolFailedBytes, "sha256:b419d8938880868b2877a7e76b66fbcf666b99d94a67f8e7a10143b058d433dd"},
 		{"model failed", core.ModelFailedRef, core.ModelFailedBytes, "sha256:ff55d88f2e596f8bc0d69a050a014299a998029ba7b9d2fad2646158d440c43e"},
 		{"tool cancelled", core.ToolCancelledRef, core.ToolCancelledBytes, "sha256:1f24ae9d37a58d9c37a43951549381080ee6342b2424c6bd2c1d9a9ef77f0891"},
+		{"tool timed out", core.ToolTimedOutRef, core.ToolTimedOutBytes, "sha256:d66f614bce715b2e47139254f5738dcb5dd3b92e6ec9bb2c3d829a6d008b2361"},
 	}
 	blobs := core.ConstantBlobs()
 	if len(blobs) != len(pins) {

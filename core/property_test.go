@@ -124,6 +124,9 @@ func (m *propModel) drawCommand(t *rapid.T) core.Command {
 			}
 			return d
 		}
+		if rapid.IntRange(0, 9).Draw(t, "expire") == 9 { // a host's deadline report, due or not
+			return core.ExpireToolCall{AtMs: at, CallID: "c" + itoa(rapid.IntRange(1, m.calls+1).Draw(t, "expiredCall"))}
+		}
 		if rapid.IntRange(0, 3).Draw(t, "clientResult") == 3 { // a client tool's result, for any call id
 			return core.SubmitToolOutput{AtMs: at, CallID: "c" + itoa(rapid.IntRange(1, m.calls+1).Draw(t, "clientCall")),
 				IsError: rapid.Bool().Draw(t, "clientError"), Result: entryText(core.EntryToolResult, "", rapid.SampledFrom(texts).Draw(t, "clientOutput"))}
@@ -483,7 +486,7 @@ func TestProperty_GeneratorCoversEveryEventKind(t *testing.T) {
 // client, and transcription.
 func propConfig() core.SessionConfig {
 	cfg := transcribing("a", "b")
-	cfg.ClientTools = []core.ClientTool{{Name: "b", Parameters: []byte(`{"type":"object"}`)}}
+	cfg.ClientTools = []core.ClientTool{{Name: "b", Parameters: []byte(`{"type":"object"}`), TimeoutMs: 3}}
 	cfg.Approvals = []core.ToolApproval{{Tool: "a", Policy: core.ApprovalAlways}}
 	return cfg
 }

@@ -340,7 +340,7 @@ func (s *State) applyTurn(ev Event, r *Run) error {
 		if c == nil || !c.Started || c.Completed {
 			return fmt.Errorf("call %s is not open", p.CallID)
 		}
-		c.Awaiting = true
+		c.Awaiting, c.AwaitingSinceMs = true, ev.ObservedAtMs
 	case KindToolCallCompleted:
 		p, err := decode[ToolCallCompleted](ev)
 		if err != nil {

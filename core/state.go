@@ -95,6 +95,9 @@ type Call struct {
 	// Awaiting is set for a client tool's call: its result comes from the
 	// client (SubmitToolOutput), not from the host.
 	Awaiting bool
+	// AwaitingSinceMs is when the call began to wait for the client (its
+	// tools.call_awaiting event), from which its deadline runs.
+	AwaitingSinceMs int64
 	// Approval is the person's decision the call needs before it runs:
 	// ApprovalPending until it is recorded, then ApprovalApproved or
 	// ApprovalDenied; "" for a call that needs none.

@@ -24,7 +24,9 @@ func (h *Host) pump(s *session) {
 	if err := runtime.Pump(h.on(s)); err != nil && h.ctx.Err() == nil {
 		h.opt.Logger.Error("appending session events failed; retrying", "session", s.id, "err", err)
 		h.retryPumpLater(s)
+		return
 	}
+	h.armDeadlines(s)
 }
 
 // sessionHost is a loaded session as runtime's loop sees it. Its user

@@ -49,6 +49,9 @@ type session struct {
 	// brought are the blobs of the command being admitted, for the next
 	// commit to store with its events (see SubmitWith).
 	brought [][]byte
+	// armed are the client calls whose deadline has a timer (see
+	// armDeadlines).
+	armed map[string]bool
 }
 
 func newSession(id string) *session {

@@ -36,6 +36,9 @@ type session struct {
 	// resultsPerCall: this workflow started before ordered results (see
 	// versionOrderedResults).
 	resultsPerCall bool
+	// armed are the client calls whose deadline has a timer (see
+	// armDeadlines).
+	armed map[string]bool
 	// held are the tickets of commands waiting to be admitted, in arrival
 	// order; the front one goes next (see lockAfterCompaction).
 	held       []int64
@@ -66,6 +69,7 @@ func SessionWorkflow(ctx workflow.Context, args SessionArgs) error {
 			return err
 		}
 		s.pump(ctx)
+		s.armDeadlines(ctx)
 		closed := s.drive.State().Closed && s.inflight.Len() == 0
 		due, head := !s.drive.Ahead() && s.checkpointDue(ctx)(s.drive.State(), s.checkpointed), s.drive.State().Head
 		s.mu.Unlock()
