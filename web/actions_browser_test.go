@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,10 +22,10 @@ import (
 )
 
 // readMethods are what the page may call without the user asking; the
-// only writes are the three run actions.
+// only writes are the three run actions and approval decisions.
 var readMethods = []string{"session/list", "session/read", "session/transcript/read", "session/events/read",
 	"session/context/read", "session/context/diff", "session/runs/list", "session/runs/read",
-	"session/cache/report", "storage/report", "blobs/read"}
+	"session/cache/report", "storage/report", "blobs/read", "session/approvals/pending"}
 
 func TestRunActionsAreTheOnlyWrites(t *testing.T) {
 	t.Parallel()
@@ -64,6 +65,49 @@ func TestRunActionsAreTheOnlyWrites(t *testing.T) {
 	}
 	want := map[string]int{"session/runs/start": 2, "session/runs/steer": 1, "session/runs/cancel": 1}
 	if fmt.Sprint(writes) != fmt.Sprint(want) {
+		t.Errorf("the page called %v beyond reads, want exactly %v", writes, want)
+	}
+}
+
+// A call that waits for approval shows Approve and Deny in the composer;
+// Approve decides it (the page's one write), and the run goes on.
+func TestApprovalsAreDecidedFromTheComposer(t *testing.T) {
+	t.Parallel()
+	in := newInstance(t, instanceOptions{})
+	var calls atomic.Int32
+	in.chat.setReply(func(user string) string {
+		if calls.Add(1) == 1 {
+			return callPrefix + "vfs_list_dir"
+		}
+		return "Listed: " + user
+	})
+	ctx := context.Background()
+	if _, err := in.client.CreateSession(ctx, api.CreateSessionParams{SessionID: "approve", Model: fakeModel,
+		Tools: []string{"vfs_list_dir"}, Approvals: map[string]string{"vfs_list_dir": core.ApprovalAlways}}); err != nil {
+		t.Fatal(err)
+	}
+	tb := newTab(t)
+	tb.open(in.url + "/sessions/approve")
+	tb.wait(`document.querySelector('#events[data-ready="1"]') && document.getElementById('live').dataset.state === 'live'`)
+	if _, err := in.client.StartRun(ctx, api.RunStartParams{SessionID: "approve", Input: []api.InputPart{{Type: "text", Text: "list the files"}}}); err != nil {
+		t.Fatal(err)
+	}
+	tb.wait(`!!document.querySelector('#approvals button[data-action="approve"]')`)
+	if got := eval[string](tb, `document.getElementById('approvals').innerText`); !strings.Contains(got, "vfs_list_dir") || !strings.Contains(got, `{"path":"/"}`) {
+		t.Errorf("the approval shows %q", got)
+	}
+	tb.click(`#approvals button[data-action="approve"]`)
+	tb.wait(`[...document.querySelectorAll('#events li[data-kind="run.completed"]')].some(li => li.innerText.includes('Listed: list the files'))`)
+	tb.wait(`!document.querySelector('#approvals button')`)
+
+	writes := map[string]int{}
+	for _, c := range in.rpc.all() {
+		if !c.Browser || slices.Contains(readMethods, c.Method) {
+			continue
+		}
+		writes[c.Method]++
+	}
+	if want := map[string]int{"session/approvals/decide": 1}; fmt.Sprint(writes) != fmt.Sprint(want) {
 		t.Errorf("the page called %v beyond reads, want exactly %v", writes, want)
 	}
 }

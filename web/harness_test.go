@@ -104,6 +104,12 @@ func (f *fakeChat) serve(w http.ResponseWriter, r *http.Request) {
 	cached := (same / 4) &^ 7
 	f.prev = body
 	f.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	if tool, ok := strings.CutPrefix(reply, callPrefix); ok {
+		fmt.Fprintf(w, `{"id":"chatcmpl-%d","object":"chat.completion","created":1764720000,"model":"fake-model","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_%d","type":"function","function":{"name":%q,"arguments":"{\"path\":\"/\"}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`,
+			n, n, tool)
+		return
+	}
 	text, _ := json.Marshal(reply)
 	content, refusal := string(text), "null"
 	if r, ok := strings.CutPrefix(reply, refusePrefix); ok {
@@ -118,6 +124,10 @@ func (f *fakeChat) serve(w http.ResponseWriter, r *http.Request) {
 
 // refusePrefix makes a reply the model's refusal (content null, refusal set).
 const refusePrefix = "REFUSE:"
+
+// callPrefix makes a reply a call of the tool named after it, with
+// arguments {"path":"/"}.
+const callPrefix = "CALL:"
 
 type instance struct {
 	url    string

@@ -1,7 +1,8 @@
 // The session page: a header with the session's state, the transcript with
 // its live follow on the left, the side panels (runs, context, cache,
 // storage) on the right, and the composer: the page's only writes are
-// session/runs/start, session/runs/steer and session/runs/cancel.
+// session/runs/start, session/runs/steer, session/runs/cancel and, for a
+// call that waits for approval, session/approvals/decide.
 
 import { call, isAbort } from './rpc.js';
 import { h, clear, append, fmtInt, statusBadge, errorBox } from './dom.js';
@@ -82,7 +83,7 @@ export function sessionPage(ctx, id) {
   }
 
   page.onEvents((events) => {
-    if (events.some((e) => e.kind.startsWith('run.') || e.kind.startsWith('session.') || e.kind.startsWith('context.') || e.kind.startsWith('compaction.'))) scheduleInfo();
+    if (events.some((e) => e.kind.startsWith('run.') || e.kind.startsWith('session.') || e.kind.startsWith('context.') || e.kind.startsWith('compaction.') || e.kind.startsWith('tools.approval_'))) scheduleInfo();
     else if (page.info) {
       // The head moves with every event; only it needs no round trip.
       page.info.head = Math.max(page.info.head, events[events.length - 1].seq);
@@ -105,8 +106,9 @@ function buildComposer(page) {
   const steer = h('button', { type: 'button', 'data-action': 'steer', disabled: true }, 'Steer');
   const cancel = h('button', { type: 'button', class: 'danger', 'data-action': 'cancel', disabled: true }, 'Cancel run');
   const status = h('div', { class: 'status-line composer-status', 'aria-live': 'polite' });
+  const approvals = h('div', { class: 'approvals', id: 'approvals' });
   const form = h('form', { class: 'composer', id: 'composer' },
-    text, h('div', { class: 'composer-actions' }, start, steer, cancel), status);
+    approvals, text, h('div', { class: 'composer-actions' }, start, steer, cancel), status);
   let info = null;
   let busy = false;
 
@@ -159,6 +161,32 @@ function buildComposer(page) {
       return `Run ${r.runId}: ${r.status}.`;
     });
   });
+  // showApprovals lists the calls that wait for a decision, each with
+  // Approve and Deny.
+  async function showApprovals(waiting) {
+    if (!waiting) { clear(approvals); return; }
+    let pending;
+    try {
+      pending = await call('session/approvals/pending', { sessionId: page.id }, { signal: page.signal });
+    } catch (err) {
+      if (!isAbort(err)) say(`Reading the calls that wait failed: ${err.message}`, 'bad');
+      return;
+    }
+    append(clear(approvals), (pending.calls || []).map((c) => {
+      const decide = (approve) => act(`${approve ? 'Approving' : 'Denying'} ${c.name}`, async () => {
+        const r = await call('session/approvals/decide', { sessionId: page.id, callId: c.callId, approve }, { signal: page.signal });
+        clear(approvals);
+        return `${approve ? 'Approved' : 'Denied'} ${c.name} (${c.callId}); run ${r.runId} ${r.status}.`;
+      });
+      const yes = h('button', { type: 'button', class: 'primary small', 'data-action': 'approve', 'data-call': c.callId }, 'Approve');
+      const no = h('button', { type: 'button', class: 'danger small', 'data-action': 'deny', 'data-call': c.callId }, 'Deny');
+      yes.addEventListener('click', () => decide(true));
+      no.addEventListener('click', () => decide(false));
+      return h('div', { class: 'approval' }, h('span', {}, 'Approve '), h('span', { class: 'tag mono' }, c.name), ' ',
+        h('code', { class: 'mono quiet' }, c.arguments.length > 200 ? c.arguments.slice(0, 200) + '…' : c.arguments), ' ', yes, ' ', no);
+    }));
+  }
+
   text.addEventListener('keydown', (e) => {
     if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
       e.preventDefault();
@@ -179,6 +207,7 @@ function buildComposer(page) {
       cancel.title = active ? `Cancel ${next.activeRun.runId}` : 'No active run';
       steer.title = active ? `Steer ${next.activeRun.runId}` : 'No active run';
       if (closed && !busy) say('This session is closed: it admits no new runs.', 'quiet');
+      showApprovals(next.activeRun?.status === 'awaiting_approval');
     },
   };
 }
