@@ -29,6 +29,9 @@ func TestClientTools_ABatchParksUntilTheClientAnswers(t *testing.T) {
 	}
 	h.mustAdmit(toolResult(h.tick(), w, "c2", core.CallOK, "docs say: yes"))
 	h.expectIdle() // the client's call is all that is left
+	// Steering while the batch waits applies at the next boundary, after it.
+	h.mustAdmit(core.Steer{AtMs: h.tick(), SteeringID: "st1", Input: input("be quick")})
+	h.expectIdle()
 	if r := h.state().Run("r1"); r.Status != core.StatusRunning || r.Turn.BatchCompleted {
 		t.Fatalf("run %s, batch completed %v; want it running and parked", r.Status, r.Turn.BatchCompleted)
 	}
@@ -44,6 +47,9 @@ func TestClientTools_ABatchParksUntilTheClientAnswers(t *testing.T) {
 	}
 	if !slices.Equal(results, []string{"c1", "c2"}) {
 		t.Fatalf("the next request's results are for %v; want c1, c2 (the model's order)", results)
+	}
+	if last := g.Entries[len(g.Entries)-1]; last.Kind != core.EntryMessage || last.Preview != "be quick" {
+		t.Fatalf("the steering is not the last entry after the batch's results: %+v", last)
 	}
 }
 
