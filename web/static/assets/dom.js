@@ -116,7 +116,7 @@ export function refLink(ref, mediaType, label) {
 // statusBadge shows a run or session status with a colour that means the same everywhere.
 export function statusBadge(status) {
   const tone = {
-    running: 'active', active: 'active', queued: 'pending', open: 'ok', completed: 'ok',
+    running: 'active', active: 'active', queued: 'pending', awaiting_tools: 'pending', awaiting_approval: 'pending', open: 'ok', completed: 'ok',
     failed: 'bad', cancelled: 'muted', closed: 'muted', cancelling: 'pending',
   }[status] || 'muted';
   return h('span', { class: ['badge', `tone-${tone}`] }, status || 'unknown');

@@ -130,7 +130,7 @@ function runsPanel(page) {
     const box = h('div', { class: 'run-body' }, h('p', { class: 'quiet small' }, 'Loading…'));
     const seqs = h('button', { type: 'button', class: 'link small num', title: 'Show in the transcript' }, `seq ${fmtInt(run.acceptedSeq)}${run.endedSeq ? '–' + fmtInt(run.endedSeq) : ''}`);
     seqs.addEventListener('click', (e) => { e.preventDefault(); page.jumpTo(run.acceptedSeq); });
-    const active = run.status === 'running' || run.status === 'queued';
+    const active = ['running', 'queued', 'awaiting_tools', 'awaiting_approval'].includes(run.status);
     const cancel = active ? h('button', { type: 'button', class: 'danger small' }, 'Cancel') : null;
     cancel?.addEventListener('click', async (e) => {
       e.preventDefault();
