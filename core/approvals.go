@@ -66,16 +66,7 @@ func (DecideApproval) command() {}
 // PendingApprovals are the calls of r's turn that wait for a decision, in
 // the order the model made them.
 func (r *Run) PendingApprovals() []ToolCall {
-	if r.Status != StatusRunning || r.Turn == nil {
-		return nil
-	}
-	var out []ToolCall
-	for _, c := range r.Turn.Calls {
-		if c.Approval == ApprovalPending && !c.Completed {
-			out = append(out, c.ToolCall)
-		}
-	}
-	return out
+	return r.openCalls(func(c *Call) bool { return c.Approval == ApprovalPending })
 }
 
 func admitDecideApproval(s *State, c DecideApproval) (Admission, error) {
@@ -85,11 +76,7 @@ func admitDecideApproval(s *State, c DecideApproval) (Admission, error) {
 	if len(c.Reason) > MaxApprovalReason {
 		return Admission{}, reject(RejectInvalidInput, "reason is over %d bytes", MaxApprovalReason)
 	}
-	r := s.runs[s.Active]
-	var call *Call
-	if r != nil && r.Turn != nil {
-		call = r.Turn.call(c.CallID)
-	}
+	r, call := activeCall(s, c.CallID)
 	if call == nil || call.Approval == "" {
 		return Admission{}, reject(RejectUnknownCall, "no call %s of the active run waits for a decision (unknown, needs none, or its run has ended)", c.CallID)
 	}

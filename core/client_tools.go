@@ -92,14 +92,14 @@ type SubmitToolOutput struct {
 	Result  EntryInput `json:"result"`
 }
 
-// awaitingCall finds the client's call with id in the active run's turn.
-// (A run that ended keeps no turn: its calls are unknown then.)
-func awaitingCall(s *State, id string) (*Run, *Call) {
+// activeCall finds the call with id in the active run's turn. (A run that
+// ended keeps no turn: its calls are unknown then.)
+func activeCall(s *State, id string) (*Run, *Call) {
 	r := s.runs[s.Active]
 	if r == nil || r.Turn == nil {
 		return nil, nil
 	}
-	if c := r.Turn.call(id); c != nil && c.Awaiting {
+	if c := r.Turn.call(id); c != nil {
 		return r, c
 	}
 	return nil, nil
@@ -109,9 +109,9 @@ func admitSubmitToolOutput(s *State, c SubmitToolOutput) (Admission, error) {
 	if c.CallID == "" {
 		return Admission{}, reject(RejectInvalidInput, "callId is required")
 	}
-	r, call := awaitingCall(s, c.CallID)
+	r, call := activeCall(s, c.CallID)
 	switch {
-	case call == nil:
+	case call == nil || !call.Awaiting:
 		return Admission{}, reject(RejectUnknownCall, "no call %s of the active run awaits a client result (unknown, not a client tool's, or its run has ended)", c.CallID)
 	case call.Completed:
 		return Admission{}, reject(RejectCallAnswered, "call %s already has its result", c.CallID)
@@ -143,12 +143,18 @@ func (r *Run) ShownStatus() string {
 // AwaitingCalls are the calls of r's turn that wait for the client, in
 // the order the model made them.
 func (r *Run) AwaitingCalls() []ToolCall {
+	return r.openCalls(func(c *Call) bool { return c.Awaiting })
+}
+
+// openCalls are the unfinished calls of a running r's turn that keep, in
+// the order the model made them.
+func (r *Run) openCalls(keep func(*Call) bool) []ToolCall {
 	if r.Status != StatusRunning || r.Turn == nil {
 		return nil
 	}
 	var out []ToolCall
 	for _, c := range r.Turn.Calls {
-		if c.Awaiting && !c.Completed {
+		if !c.Completed && keep(c) {
 			out = append(out, c.ToolCall)
 		}
 	}
@@ -171,14 +177,22 @@ func (s *State) ToolDeadlines() []ToolDeadline {
 	}
 	var out []ToolDeadline
 	for _, c := range r.Turn.Calls {
-		if !c.Awaiting || c.Completed {
-			continue
-		}
-		if t := s.Config.clientTool(c.Name); t != nil && t.TimeoutMs > 0 {
-			out = append(out, ToolDeadline{CallID: c.CallID, AtMs: c.AwaitingSinceMs + t.TimeoutMs})
+		if at, ok := s.deadline(c); ok {
+			out = append(out, ToolDeadline{CallID: c.CallID, AtMs: at})
 		}
 	}
 	return out
+}
+
+// deadline is when c expires: a client's unanswered call with a timeout.
+func (s *State) deadline(c *Call) (int64, bool) {
+	if !c.Awaiting || c.Completed {
+		return 0, false
+	}
+	if t := s.Config.clientTool(c.Name); t != nil && t.TimeoutMs > 0 {
+		return c.AwaitingSinceMs + t.TimeoutMs, true
+	}
+	return 0, false
 }
 
 // ExpireToolCall is a host's report that a client's call reached its
@@ -193,19 +207,20 @@ type ExpireToolCall struct {
 func (ExpireToolCall) command() {}
 
 func admitExpireToolCall(s *State, c ExpireToolCall) (Admission, error) {
-	for _, d := range s.ToolDeadlines() {
-		if d.CallID != c.CallID {
-			continue
-		}
-		if c.AtMs < d.AtMs {
-			return Admission{}, reject(RejectStaleResult, "call %s is not due until %d", c.CallID, d.AtMs)
-		}
-		r := s.ActiveRun()
-		call := r.Turn.call(c.CallID)
-		b := s.newBatch(c.AtMs)
-		completeCall(b, r.ID, r.Turn.N, call.ToolCall, CallError, constantResult(ContentRefBytes{ToolTimedOutRef, ToolTimedOutBytes}, "timed out"))
-		endBatchIfDone(b, r, r.Turn, call.CallID)
-		return Admission{RunID: r.ID, Status: StatusRunning, Proposals: b.props}, nil
+	r, call := activeCall(s, c.CallID)
+	var due int64
+	ok := call != nil
+	if ok {
+		due, ok = s.deadline(call)
 	}
-	return Admission{}, reject(RejectStaleResult, "no call %s of the active run waits for the client with a deadline", c.CallID)
+	switch {
+	case !ok:
+		return Admission{}, reject(RejectStaleResult, "no call %s of the active run waits for the client with a deadline", c.CallID)
+	case c.AtMs < due:
+		return Admission{}, reject(RejectStaleResult, "call %s is not due until %d", c.CallID, due)
+	}
+	b := s.newBatch(c.AtMs)
+	completeCall(b, r.ID, r.Turn.N, call.ToolCall, CallError, constantResult(ContentRefBytes{ToolTimedOutRef, ToolTimedOutBytes}, "timed out"))
+	endBatchIfDone(b, r, r.Turn, call.CallID)
+	return Admission{RunID: r.ID, Status: StatusRunning, Proposals: b.props}, nil
 }

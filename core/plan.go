@@ -43,7 +43,7 @@ func plan(s *State, at int64, fps **FingerprintMemo) Intent {
 			}
 		}
 		if len(work.Calls) == 0 {
-			return Intent{Kind: IntentIdle} // the client's calls: it submits their results
+			return Intent{Kind: IntentIdle} // what is left waits for the client or for a decision
 		}
 		return Intent{Kind: IntentInvokeTools, Tools: work}
 	}
