@@ -31,7 +31,7 @@ import (
 // scripted session over JSON-RPC as a client would (starting runs and
 // long-polling their events), and reports the server's own CPU time per
 // turn (a turn is one run here), read from /proc, at turns 10, 100, 1,000
-// and 10,000 as far as the scenario goes; the bytes its data directory
+// and 10,000 as far as the scenario goes (see cpuAt); the bytes its data directory
 // holds once the server has stopped; the latency of session/read and of
 // one page of session/context/read after 10 turns and at the end; and of
 // the first session/read after a restart (cold).
@@ -168,8 +168,8 @@ func runScenario(b *testing.B, sc scenario) scenarioResult {
 		if err != nil {
 			b.Fatal(err)
 		}
-		marks := map[int]float64{}
-		var turnsCPU time.Duration // over every turn, without the reads between
+		var windows []time.Duration // CPU of turns 1-10, 11-20, ...
+		var turnsCPU time.Duration  // over every turn, without the reads between
 		var head int64
 		var readsEarly [2]float64
 		before := serverCPU(b, srv)
@@ -179,14 +179,10 @@ func runScenario(b *testing.B, sc scenario) scenarioResult {
 				b.Fatal(err)
 			}
 			waitCompleted(b, c, s.SessionID, run.RunID, &head)
-			// CPU per turn at a mark: the mean over the ten turns ending there
-			// (the /proc clock ticks every 10 ms).
 			if turn%10 == 0 {
 				now := serverCPU(b, srv)
 				turnsCPU += now - before
-				if t := turn; t == 10 || t == 100 || t == 1000 || t == 10000 {
-					marks[t] = (now - before).Seconds() * 1000 / 10
-				}
+				windows = append(windows, now-before)
 				if turn == 10 {
 					readsEarly = readLatency(b, c, s.SessionID)
 				}
@@ -197,7 +193,7 @@ func runScenario(b *testing.B, sc scenario) scenarioResult {
 		res.minPrefixReuse = minPrefixReuse(b, c, s.SessionID)
 		stopServer(b, srv)
 		for _, t := range []int{10, 100, 1000, 10000} {
-			if v, ok := marks[t]; ok {
+			if v, ok := cpuAt(windows, t); ok {
 				b.ReportMetric(v, fmt.Sprintf("cpu-ms/turn@%d", t))
 			}
 		}
@@ -228,6 +224,22 @@ func runScenario(b *testing.B, sc scenario) scenarioResult {
 		b.Logf("%d turns, %d events", sc.turns, head)
 	}
 	return res
+}
+
+// cpuAt is the CPU per turn at turn t, in ms, from the CPU of each ten
+// turns: the mean over the hundred turns ending at t (the first ten at
+// turn 10), since the /proc clock ticks every 10 ms and a mean over ten
+// turns would be ±1 ms.
+func cpuAt(windows []time.Duration, t int) (float64, bool) {
+	if t%10 != 0 || t/10 > len(windows) {
+		return 0, false
+	}
+	from := max(t/10-10, 0)
+	var sum time.Duration
+	for _, w := range windows[from : t/10] {
+		sum += w
+	}
+	return sum.Seconds() * 1000 / float64((t/10-from)*10), true
 }
 
 // minPrefixReuse is the smallest prefix fraction session/cache/report
