@@ -159,7 +159,9 @@ func (h *Host) commit(s *session, in core.Intent) error {
 	var events []core.Event
 	if err == nil {
 		events, err = store.AppendBatch(h.ctx, h.opt.Log, h.opt.Blobs, s.id, chained.ExpectedHead, chained.Proposals, store.Batch{Blobs: s.brought})
-		s.brought = nil
+		if err == nil {
+			s.brought = nil // stored; a failed commit leaves them to the next
+		}
 		if err == nil && !sameCommit(events, want) {
 			err = fmt.Errorf("session %s: the store committed other events than the ones appended", s.id)
 		}
