@@ -117,6 +117,13 @@ func (s call) createSession(ctx context.Context, p CreateSessionParams) (CreateS
 	}
 	if s.tools != nil {
 		for i, t := range cfg.Tools {
+			if server, _, ok := core.MCPGrant(t); ok {
+				if !slices.Contains(s.mcpServers, server) {
+					return CreateSessionResult{}, &core.Rejection{Kind: core.RejectInvalidConfiguration,
+						Message: "tools[" + strconv.Itoa(i) + "]: no MCP server " + strconv.Quote(server) + " on this server; configured: " + orNone(s.mcpServers)}
+				}
+				continue
+			}
 			if !slices.Contains(s.tools, t) && !slices.ContainsFunc(cfg.ClientTools, func(c ClientTool) bool { return c.Name == t }) {
 				return CreateSessionResult{}, &core.Rejection{Kind: core.RejectInvalidConfiguration,
 					Message: "tools[" + strconv.Itoa(i) + "]: no tool " + strconv.Quote(t) + " on this server; it has " + strings.Join(s.tools, ", ")}
@@ -647,3 +654,11 @@ func (s call) readBlob(ctx context.Context, p BlobReadParams) (BlobReadResult, e
 }
 
 func itoa64(n int64) string { return strconv.FormatInt(n, 10) }
+
+// orNone lists names, or says there are none.
+func orNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}

@@ -111,6 +111,7 @@ type Server struct {
 	apiKinds     []string
 	validate     func(apiKind string, params json.RawMessage) error
 	tools        []string
+	mcpServers   []string
 	provider     func(providerID, apiKind string) error
 	maxBodyBytes int64
 	maxResponse  int64
@@ -149,6 +150,9 @@ type ServerOptions struct {
 	// Tools are the tool names sessions may be granted; nil accepts any
 	// (a tool the executor lacks is then unavailable to the model).
 	Tools []string
+	// MCPServers are the MCP servers whose tools sessions may be granted
+	// ("SERVER.TOOL", "SERVER.*"); checked only when Tools is set.
+	MCPServers []string
 	// CheckProvider refuses, at session/create, a provider id this server
 	// does not know or one that does not speak the API kind; nil accepts any.
 	// A missing key is not its business: credentials may arrive later.
@@ -175,7 +179,7 @@ func NewServerFor(hosts Hosts, opt ServerOptions) *Server {
 		opt.RetentionGrace = retention.DefaultGrace
 	}
 	s := &Server{hosts: hosts, apiKinds: opt.APIKinds, validate: opt.ValidateParams, maxBodyBytes: opt.MaxBodyBytes, maxResponse: opt.MaxResponseBytes, log: opt.Logger, grace: opt.RetentionGrace,
-		guard: newGuard(opt.AllowedHosts, opt.AllowedOrigins), tools: opt.Tools, provider: opt.CheckProvider}
+		guard: newGuard(opt.AllowedHosts, opt.AllowedOrigins), tools: opt.Tools, mcpServers: opt.MCPServers, provider: opt.CheckProvider}
 	s.methods = routes()
 	return s
 }

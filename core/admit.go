@@ -131,6 +131,9 @@ func ValidateConfig(cfg SessionConfig) error {
 	if err := validateClientTools(cfg); err != nil {
 		return err
 	}
+	if err := validateMCP(cfg); err != nil {
+		return err
+	}
 	return validateApprovals(cfg)
 }
 
@@ -701,12 +704,13 @@ func admitGeneration(s *State, c GenerationResult) (Admission, error) {
 		open := 0
 		for _, call := range calls {
 			b.add(KindToolCallStarted, callJoins(r.ID, t.N, call.CallID), ToolCallStarted{RunID: r.ID, Turn: t.N, CallID: call.CallID, Name: call.Name, Arguments: call.Arguments})
-			if !contains(s.Config.Tools, call.Name) {
+			grant, granted := s.Config.grantFor(call.Name)
+			if !granted {
 				completeCall(b, r.ID, t.N, call, CallUnavailable, constantResult(ContentRefBytes{ToolUnavailableRef, ToolUnavailableBytes}, "unavailable"))
 				continue
 			}
 			switch {
-			case s.Config.needsApproval(call.Name):
+			case s.Config.needsApproval(grant):
 				b.add(KindToolApprovalRequested, callJoins(r.ID, t.N, call.CallID), ToolApprovalRequested{RunID: r.ID, Turn: t.N, CallID: call.CallID, Name: call.Name})
 			case s.Config.clientTool(call.Name) != nil:
 				b.add(KindToolCallAwaiting, callJoins(r.ID, t.N, call.CallID), ToolCallAwaiting{RunID: r.ID, Turn: t.N, CallID: call.CallID, Name: call.Name})

@@ -190,6 +190,10 @@ func appendHeader(b []byte, cfg SessionConfig) []byte {
 		p.field(t.Description)
 		p.field(string(t.Parameters))
 	}
+	if cfg.MCPCatalog != nil { // the definitions' digest covers the names too
+		p.field("mcp catalog")
+		p.field(cfg.MCPCatalog.Digest.String())
+	}
 	return p.buf
 }
 

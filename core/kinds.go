@@ -81,6 +81,12 @@ type SessionConfig struct {
 	// ClientTools define the granted tools the client runs (see
 	// ClientTool); each is also named in Tools, which orders them all.
 	ClientTools []ClientTool `json:"clientTools,omitempty"`
+	// MCPTools are the tools the granted MCP servers listed at the last
+	// refresh boundary, each server's in its order; MCPCatalog is the blob
+	// of their definitions (MediaMCPCatalog). The host records both; a
+	// client never sets them.
+	MCPTools   []MCPTool           `json:"mcpTools,omitempty"`
+	MCPCatalog *content.ContentRef `json:"mcpCatalog,omitempty"`
 	// Approvals are the granted tools whose calls wait for a person's
 	// decision before they run, sorted by tool. (A list, not a map: the
 	// core ranges over nothing whose order Go leaves open.)

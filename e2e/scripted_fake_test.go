@@ -15,6 +15,9 @@ type scriptedFake struct {
 	replies []string
 	bodies  [][]byte
 	srv     *httptest.Server
+	// onRequest, when set, runs with the number of each request (from 0)
+	// before it is answered.
+	onRequest func(n int)
 }
 
 func newScriptedFake(t *testing.T, path, header, key string, replies ...string) *scriptedFake {
@@ -29,7 +32,11 @@ func newScriptedFake(t *testing.T, path, header, key string, replies ...string) 
 		f.mu.Lock()
 		reply := f.replies[min(len(f.bodies), len(f.replies)-1)]
 		f.bodies = append(f.bodies, body)
+		n, hook := len(f.bodies)-1, f.onRequest
 		f.mu.Unlock()
+		if hook != nil {
+			hook(n)
+		}
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, reply)
 	}))

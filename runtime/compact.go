@@ -29,9 +29,13 @@ func (x *Executor) Compact(ctx context.Context, sessionID string, w core.Compact
 	if c := w.Config.Compaction; c != nil {
 		target = c.TargetTokens
 	}
+	tools, err := x.toolDefinitions(ctx, w.Config)
+	if err != nil {
+		return res, err
+	}
 	out, err := compactor.Compact(ctx, x.Blobs, provider.CompactRequest{
 		SessionID: sessionID, Model: w.Config.Model, Entries: w.Entries,
-		Tools: x.Tools.Definitions(w.Config), Params: w.Config.ProviderParams, TargetTokens: target,
+		Tools: tools, Params: w.Config.ProviderParams, TargetTokens: target,
 	})
 	if err != nil {
 		return res, err

@@ -35,6 +35,8 @@ type Executor struct {
 	// shared by every session a process or worker serves: it is bounded by
 	// bytes, and its keys name the session.
 	Pieces *provider.Pieces
+	// MCP are the MCP servers sessions may take tools from; nil means none.
+	MCP MCPServers
 }
 
 // DefaultPiecesBytes bounds the Pieces a host gives its executors. It
@@ -69,12 +71,16 @@ func (x *Executor) Generate(ctx context.Context, sessionID string, w core.Genera
 	}
 	// What the answer stores waits for the cache-report list's edge, or
 	// the flush below, and is written with it in one batch.
+	tools, err := x.toolDefinitions(ctx, w.Config)
+	if err != nil {
+		return core.GenerationResult{}, err
+	}
 	x, writes := x.stage()
 	out, err := adapter.Generate(ctx, x.Blobs, provider.Request{
 		SessionID:  sessionID,
 		Model:      w.Config.Model,
 		Entries:    w.Entries,
-		Tools:      x.Tools.Definitions(w.Config),
+		Tools:      tools,
 		Params:     w.Config.ProviderParams,
 		Compaction: w.Config.Compaction,
 		Pieces:     x.Pieces,
@@ -151,7 +157,7 @@ func FailedGeneration(w core.GenerateWork, err error) core.GenerationResult {
 func (x *Executor) InvokeTool(ctx context.Context, sess ToolSession, runID string, turn int, call core.ToolCall) (core.ToolResult, error) {
 	res := core.ToolResult{RunID: runID, Turn: turn, CallID: call.CallID}
 	tool, ok := x.Tools.Lookup(call.Name)
-	if !ok {
+	if !ok && sess.MCP == nil {
 		res.Status, res.Result = core.CallUnavailable, constantEntry(core.ToolUnavailableRef, core.ToolUnavailableBytes)
 		return res, nil
 	}
@@ -159,7 +165,12 @@ func (x *Executor) InvokeTool(ctx context.Context, sess ToolSession, runID strin
 	if err != nil {
 		return res, fmt.Errorf("loading arguments of call %s: %w", call.CallID, err)
 	}
-	out, err := tool.Invoke(ctx, ToolEnv{SessionID: sess.ID, Files: x.sessionFS(sess.Links)}, args)
+	var out ToolOutput
+	if sess.MCP != nil {
+		out, err = x.invokeMCP(ctx, sess, runID, turn, call, args)
+	} else {
+		out, err = tool.Invoke(ctx, ToolEnv{SessionID: sess.ID, Files: x.sessionFS(sess.Links)}, args)
+	}
 	if ctx.Err() != nil {
 		return res, ctx.Err()
 	}
@@ -189,10 +200,22 @@ func (x *Executor) InvokeTool(ctx context.Context, sess ToolSession, runID strin
 }
 
 // ToolSession names the session a tool call runs for and the links its
-// config mounts at the time of the call.
+// config mounts at the time of the call; MCP names the MCP tool the call
+// is for, nil for any other tool.
 type ToolSession struct {
 	ID    string
 	Links []core.Link
+	MCP   *core.MCPTool
+}
+
+// ToolSessionFor is the ToolSession of a call the session's config cfg
+// lets run.
+func ToolSessionFor(sessionID string, cfg core.SessionConfig, call core.ToolCall) ToolSession {
+	s := ToolSession{ID: sessionID, Links: cfg.Links}
+	if t, ok := cfg.MCPToolFor(call.Name); ok {
+		s.MCP = &t
+	}
+	return s
 }
 
 func constantEntry(ref content.ContentRef, data []byte) core.EntryInput {

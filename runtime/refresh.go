@@ -14,25 +14,41 @@ import (
 	"github.com/cairn-agents/cairn/vfs"
 )
 
+// Refreshed is what a refresh derives: the context entries of the linked
+// files, and the MCP tool catalog (nil when the session grants no MCP
+// tools).
+type Refreshed struct {
+	Entries []core.EntryInput `json:"entries,omitempty"`
+	MCP     *MCPCatalog       `json:"mcp,omitempty"`
+}
+
 // RefreshContext brings the material derived from the session's linked
-// files (instructions, skill catalog, agent menu) up to date before it
-// admits new run work, and only at the refresh boundary
-// (core.State.AtRefreshBoundary): queued work runs on the context it was
-// queued against. derive reads the links wherever the host does its I/O
-// (Executor.Refresh, or an activity). Only what changed is admitted, so an
-// idle refresh appends nothing and the next request keeps its prefix.
-func RefreshContext(h Host, derive func(links []core.Link) ([]core.EntryInput, error)) error {
+// files (instructions, skill catalog, agent menu) and its MCP servers' tool
+// lists up to date before it admits new run work, and only at the refresh
+// boundary (core.State.AtRefreshBoundary): queued work runs on the context
+// and tools it was queued against. derive reads them wherever the host
+// does its I/O (Executor.Refresh, or an activity). Only what changed is
+// admitted, so an idle refresh appends nothing and the next request keeps
+// its prefix; a changed tool list is a config change.
+func RefreshContext(h Host, derive func(cfg core.SessionConfig) (Refreshed, error)) error {
 	Flush(h)
 	st := h.Drive().State()
 	if !st.AtRefreshBoundary() {
 		return nil
 	}
-	derived, err := derive(st.Config.Links)
+	derived, err := derive(st.Config)
 	if err != nil {
 		return err
 	}
-	for _, cmd := range core.RefreshEdits(st, derived, h.NowMs()) {
+	for _, cmd := range core.RefreshEdits(st, derived.Entries, h.NowMs()) {
 		if _, err := AdmitAndAppend(h, cmd); err != nil {
+			return err
+		}
+	}
+	if m := derived.MCP; m != nil && !m.same(h.Drive().State().Config) {
+		cfg := h.Drive().State().Config
+		cfg.MCPTools, cfg.MCPCatalog = m.Tools, m.Ref
+		if _, err := AdmitAndAppend(h, core.ChangeConfig{AtMs: h.NowMs(), Config: cfg}); err != nil {
 			return err
 		}
 	}
@@ -40,13 +56,24 @@ func RefreshContext(h Host, derive func(links []core.Link) ([]core.EntryInput, e
 }
 
 // Refresh derives the context material of a session's linked files as they
-// are now: per link, the instructions assembled from its prompt files (with
-// the assembly report as provenance); across links, the skill catalog and the
+// are now, and its MCP tool catalog (RefreshMCP). Of the files: per link,
+// the instructions assembled from its prompt files (with the assembly
+// report as provenance); across links, the skill catalog and the
 // agent menu. Everything is stored before it is returned; the entries only
 // point at it. Hosts admit the result through core.RefreshEdits at the
 // refresh boundary. A link to a workspace or snapshot the universe lacks is a
 // *core.Rejection.
-func (x *Executor) Refresh(ctx context.Context, links []core.Link) ([]core.EntryInput, error) {
+func (x *Executor) Refresh(ctx context.Context, cfg core.SessionConfig) (Refreshed, error) {
+	entries, err := x.refreshFiles(ctx, cfg.Links)
+	if err != nil {
+		return Refreshed{}, err
+	}
+	mcp, err := x.RefreshMCP(ctx, cfg)
+	return Refreshed{Entries: entries, MCP: mcp}, err
+}
+
+// refreshFiles derives the context material of the linked files.
+func (x *Executor) refreshFiles(ctx context.Context, links []core.Link) ([]core.EntryInput, error) {
 	if len(links) == 0 || x.Files == nil {
 		return nil, nil
 	}

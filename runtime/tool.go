@@ -81,13 +81,22 @@ func (r *Tools) Lookup(name string) (Tool, bool) {
 }
 
 // Definitions returns the definitions of the tools cfg grants, in grant
-// order: a client tool's from cfg, a built-in one's from r. Granted names
-// that are neither are left out (calls to them get the "unavailable"
-// result).
-func (r *Tools) Definitions(cfg core.SessionConfig) []provider.Tool {
+// order: a client tool's from cfg, a built-in one's from r, an MCP grant's
+// from mcp (the session's catalog; "SERVER.*" gives the server's tools in
+// its listed order, each once). Granted names that are none of these are
+// left out (calls to them get the "unavailable" result).
+func (r *Tools) Definitions(cfg core.SessionConfig, mcp []MCPToolDefinition) []provider.Tool {
 	var out []provider.Tool
+	sent := map[string]bool{} // wire names, when both SERVER.* and SERVER.TOOL are granted
 	for _, name := range cfg.Tools {
-		if i := slices.IndexFunc(cfg.ClientTools, func(t core.ClientTool) bool { return t.Name == name }); i >= 0 {
+		if server, tool, ok := core.MCPGrant(name); ok {
+			for _, d := range mcp {
+				if wire := core.MCPToolWireName(d.Server, d.Name); d.Server == server && (tool == "*" || d.Name == tool) && !sent[wire] {
+					sent[wire] = true
+					out = append(out, provider.Tool{Name: wire, Description: d.Description, Parameters: d.Parameters})
+				}
+			}
+		} else if i := slices.IndexFunc(cfg.ClientTools, func(t core.ClientTool) bool { return t.Name == name }); i >= 0 {
 			t := cfg.ClientTools[i]
 			out = append(out, provider.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
 		} else if t, ok := r.Lookup(name); ok {

@@ -35,6 +35,7 @@ type serveOptions struct {
 	idleSessionTTL              time.Duration // local hosts: idle sessions unused longer are dropped
 	allowHosts, allowOrigins    []string      // beyond the listen address, localhost and the server's own origin
 	maxResponseBytes            int64         // the results of one HTTP response, a batch's together
+	mcpCommands                 bool          // hosted mode: command (stdio) MCP servers allowed
 }
 
 func serveCommand() *cobra.Command {
@@ -65,6 +66,7 @@ func serveCommand() *cobra.Command {
 	f.StringArrayVar(&o.allowOrigins, "allow-origin", nil, "an origin (scheme://host[:port]) whose web pages may call the API besides the server's own; repeatable")
 	f.Int64Var(&o.maxResponseBytes, "max-response-bytes", api.DefaultMaxResponseBytes, "the most bytes of results one API response carries (a batch's together); a result past it gets response_too_large")
 	s3Flags(cmd, &o)
+	mcpCommandsFlag(cmd, &o.mcpCommands)
 	o.gc.register(cmd)
 	return cmd
 }
@@ -86,7 +88,12 @@ func providerResolver(o serveOptions) endpoint.Resolver { return endpoint.New(o.
 
 func serve(ctx context.Context, cmd *cobra.Command, o serveOptions) error {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	hostOpts := hostOptions{resolver: providerResolver(o), logger: logger, maxIdleSessions: o.maxIdleSessions, idleTTL: o.idleSessionTTL}
+	mcp, mcpNames, closeMCP, err := openMCP(o.configPath, o.postgres == "" || o.mcpCommands, logger)
+	if err != nil {
+		return err
+	}
+	defer closeMCP()
+	hostOpts := hostOptions{resolver: providerResolver(o), logger: logger, maxIdleSessions: o.maxIdleSessions, idleTTL: o.idleSessionTTL, mcp: mcp}
 	var hosts api.Hosts
 	if o.maxResponseBytes <= 0 {
 		return fmt.Errorf("--max-response-bytes %d: give a positive size", o.maxResponseBytes)
@@ -134,7 +141,7 @@ func serve(ctx context.Context, cmd *cobra.Command, o serveOptions) error {
 		// This process runs the sessions, so it knows their tools and
 		// providers. Temporal workers may be built with tools, and given
 		// provider config, that the gateway lacks: there they decide.
-		rpcOpts.Tools = builtinToolNames()
+		rpcOpts.Tools, rpcOpts.MCPServers = builtinToolNames(), mcpNames
 		rpcOpts.CheckProvider = func(id, kind string) error { return providerError(endpoint.CheckKnown(hostOpts.resolver, id, kind)) }
 	}
 	rpc := api.NewServerFor(hosts, rpcOpts)

@@ -63,6 +63,7 @@ type hostOptions struct {
 	// negative: no bound).
 	maxIdleSessions int
 	idleTTL         time.Duration
+	mcp             runtime.MCPServers // nil: no MCP servers
 }
 
 // executorCacheBytes bounds the executor's cache of blob bytes.
@@ -86,6 +87,7 @@ func startHost(ctx context.Context, log store.SessionLog, blobs blob.Store, file
 		Logger:      o.logger,
 		// A turn lowers only the entries no earlier turn lowered.
 		Pieces: provider.NewPieces(runtime.DefaultPiecesBytes),
+		MCP:    o.mcp,
 	}
 	cps, _ := log.(store.Checkpoints) // nil for a log without checkpoints
 	host := local.New(local.Options{Log: log, Blobs: blobs, Executor: exec, Logger: o.logger, Checkpoints: cps,

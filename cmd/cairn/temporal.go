@@ -91,6 +91,7 @@ func workerCommand() *cobra.Command {
 	f.StringVar(&o.configPath, "config", os.Getenv("CAIRN_CONFIG"), "provider config file (env CAIRN_CONFIG)")
 	postgresFlag(cmd, &o.postgres, "PostgreSQL URL of the hosted store")
 	s3Flags(cmd, &o)
+	mcpCommandsFlag(cmd, &o.mcpCommands)
 	return cmd
 }
 
@@ -118,6 +119,12 @@ func runWorker(ctx context.Context, cmd *cobra.Command, o serveOptions, tf tempo
 		return stores.get(ctx, universe)
 	}, adapters(providerResolver(o), nil), tools)
 	acts.Transcriber = transcribe.New(providerResolver(o), nil)
+	mcp, _, closeMCP, err := openMCP(o.configPath, o.mcpCommands, logger)
+	if err != nil {
+		return err
+	}
+	defer closeMCP()
+	acts.MCP = mcp
 	w := temporal.NewWorker(c, tf.queue, acts)
 	if err := w.Start(); err != nil {
 		return err

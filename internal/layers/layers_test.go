@@ -51,6 +51,10 @@ var table = []row{
 	{pkgs: []string{"runtime"}, may: []string{above}},
 	{pkgs: []string{"runtime/local"}, may: []string{"runtime"}},
 	{pkgs: []string{"runtime/temporal"}, may: []string{"runtime"}, external: []string{"go.temporal.io/"}},
+	// Not in DESIGN.md's table: MCP servers as tool sources (issue 19),
+	// implementing runtime.MCPServers over the official SDK; the binary
+	// wires it into both hosts.
+	{pkgs: []string{"mcptools"}, may: []string{"runtime"}, external: []string{"github.com/modelcontextprotocol/go-sdk/"}},
 	{pkgs: []string{"retention"}, may: []string{"blob", "store", "store/sqlite", "store/postgres"}},
 	// DESIGN.md lists core, blob and providers; session reads also load
 	// state the way the hosts do (runtime: checkpoint + tail, and its

@@ -56,7 +56,7 @@ func TestToolPresentationOrderIsStable(t *testing.T) {
 	b.user("q")
 	lowerWith := func(r *runtime.Tools, granted []string) []byte {
 		req := b.request()
-		req.Tools = r.Definitions(core.SessionConfig{Tools: granted})
+		req.Tools = r.Definitions(core.SessionConfig{Tools: granted}, nil)
 		body, err := Lower(context.Background(), b.blobs, req)
 		if err != nil {
 			t.Fatal(err)

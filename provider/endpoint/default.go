@@ -51,6 +51,8 @@ func New(configPath string, getenv func(string) string) *Default {
 // so an override can set exactly the fields it names.
 type fileConfig struct {
 	Providers map[string]providerConfig `json:"providers"`
+	// MCPServers are read by package mcptools, with its own rules.
+	MCPServers json.RawMessage `json:"mcpServers"`
 }
 
 type providerConfig struct {
@@ -140,7 +142,7 @@ func (d *Default) Resolve(providerID string) (Endpoint, error) {
 			return Endpoint{}, bad("apiKinds: unknown API kind (want " + strings.Join(knownAPIKinds, ", ") + ")")
 		}
 	}
-	if reason := checkHeaders(headers); reason != "" {
+	if reason := CheckHeaders(headers); reason != "" {
 		return Endpoint{}, bad(reason)
 	}
 

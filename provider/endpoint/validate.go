@@ -16,16 +16,16 @@ func checkBaseURL(providerID, raw, source string, bad func(string) error) (*url.
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, bad("baseUrl (from " + source + ") must be an absolute http or https URL")
 	}
-	if u.Scheme == "http" && !isLoopback(u.Hostname()) {
+	if u.Scheme == "http" && !IsLoopback(u.Hostname()) {
 		return nil, &InsecureBaseURLError{ProviderID: providerID, Host: u.Hostname(), Source: source}
 	}
 	return u, nil
 }
 
-// isLoopback: "localhost", 127.0.0.0/8 and ::1 (also in its IPv4-mapped
+// IsLoopback: "localhost", 127.0.0.0/8 and ::1 (also in its IPv4-mapped
 // forms). Other names are not resolved: what a name resolves to can change
 // under a running process, so only names that are loopback by definition count.
-func isLoopback(host string) bool {
+func IsLoopback(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}
@@ -40,8 +40,9 @@ func isLoopback(host string) bool {
 // form (x-api-key vs Authorization) and survive a key rotation unnoticed.
 var credentialHeaders = []string{"Authorization", "Proxy-Authorization", "X-Api-Key", "Api-Key", "Cookie"}
 
-// checkHeaders validates a record's headers; the reason never quotes a value.
-func checkHeaders(h map[string]string) string {
+// CheckHeaders validates configured headers (a provider record's, an MCP
+// server's): no credential, no line break; the reason never quotes a value.
+func CheckHeaders(h map[string]string) string {
 	for name, value := range h {
 		if !validHeaderName(name) {
 			// Not quoted: a malformed name may be a pasted value.

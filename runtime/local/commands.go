@@ -163,8 +163,8 @@ func (s *session) leaveHeld(me *heldCommand) {
 // refresh is runtime.RefreshContext with the host's executor reading the
 // links. The caller holds s.mu.
 func (h *Host) refresh(ctx context.Context, s *session) error {
-	return runtime.RefreshContext(h.on(s), func(links []core.Link) ([]core.EntryInput, error) {
-		return h.opt.Executor.Refresh(ctx, links)
+	return runtime.RefreshContext(h.on(s), func(cfg core.SessionConfig) (runtime.Refreshed, error) {
+		return h.opt.Executor.Refresh(ctx, cfg)
 	})
 }
 

@@ -43,6 +43,8 @@ type Activities struct {
 
 	// Transcriber transcribes audio input (nil: runs with audio fail).
 	Transcriber runtime.Transcriber
+	// MCP are the MCP servers sessions may take tools from (nil: none).
+	MCP runtime.MCPServers
 }
 
 // NewActivities returns the activities over stores, adapters and tools.
@@ -287,13 +289,14 @@ func (a *Activities) Refresh(ctx context.Context, in RefreshIn) (RefreshOut, err
 	if err != nil {
 		return RefreshOut{}, err
 	}
-	x := &runtime.Executor{Blobs: st, Adapters: a.Adapters, Tools: a.Tools, Files: st}
-	entries, err := x.Refresh(ctx, in.Links)
+	x := &runtime.Executor{Blobs: st, Adapters: a.Adapters, Tools: a.Tools, Files: st, MCP: a.MCP,
+		Logger: slog.Default().With("universe", in.Universe)}
+	out, err := x.Refresh(ctx, core.SessionConfig{Links: in.Links, Tools: in.MCPGrants, MCPCatalog: in.MCPCatalog})
 	var rej *core.Rejection
 	if errors.As(err, &rej) {
 		return RefreshOut{}, temporal.NewNonRetryableApplicationError(rej.Message, rejectionPrefix+rej.Kind, nil)
 	}
-	return RefreshOut{Entries: entries}, err
+	return out, err
 }
 
 // InvokeTool runs one tool call and stores its output.
@@ -309,9 +312,9 @@ func (a *Activities) InvokeTool(ctx context.Context, in ToolIn) (*core.ToolResul
 	}
 	stop := heartbeat(ctx)
 	defer stop()
-	x := &runtime.Executor{Blobs: st, Adapters: a.Adapters, Tools: a.Tools, Files: st,
+	x := &runtime.Executor{Blobs: st, Adapters: a.Adapters, Tools: a.Tools, Files: st, MCP: a.MCP,
 		Logger: slog.Default().With("universe", in.Universe)}
-	res, err := x.InvokeTool(ctx, runtime.ToolSession{ID: in.SessionID, Links: in.Links}, in.RunID, in.Turn, in.Call)
+	res, err := x.InvokeTool(ctx, runtime.ToolSession{ID: in.SessionID, Links: in.Links, MCP: in.MCP}, in.RunID, in.Turn, in.Call)
 	if err != nil {
 		return nil, err
 	}

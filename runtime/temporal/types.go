@@ -6,6 +6,7 @@ import (
 
 	"github.com/cairn-agents/cairn/content"
 	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/runtime"
 )
 
 // Names registered with Temporal.
@@ -176,13 +177,27 @@ func statusOf(st *core.State) Status {
 type RefreshIn struct {
 	Universe string      `json:"universe"`
 	Links    []core.Link `json:"links,omitempty"`
+	// MCPGrants are the session's grants of MCP tools and MCPCatalog its
+	// last catalog: names and a ref, never the tools' definitions.
+	MCPGrants  []string            `json:"mcpGrants,omitempty"`
+	MCPCatalog *content.ContentRef `json:"mcpCatalog,omitempty"`
 }
 
-// RefreshOut is the material derived from the linked files: entries that
-// point at stored instructions and catalogs, never their bytes.
-type RefreshOut struct {
-	Entries []core.EntryInput `json:"entries,omitempty"`
+// refreshIn is what the Refresh activity needs of a session's config.
+func refreshIn(universe string, cfg core.SessionConfig) RefreshIn {
+	in := RefreshIn{Universe: universe, Links: cfg.Links, MCPCatalog: cfg.MCPCatalog}
+	for _, g := range cfg.Tools {
+		if _, _, ok := core.MCPGrant(g); ok {
+			in.MCPGrants = append(in.MCPGrants, g)
+		}
+	}
+	return in
 }
+
+// RefreshOut is the material derived from the linked files and the MCP
+// servers: entries that point at stored instructions and catalogs, and
+// the MCP tools' names with the ref of their definitions, never bytes.
+type RefreshOut = runtime.Refreshed
 
 // CompactIn names a pending compaction; the activity rebuilds its entries
 // from the log at Head, so no conversation crosses into history.
@@ -285,4 +300,6 @@ type ToolIn struct {
 	// Links are the session's links at dispatch: a handful of mount paths
 	// and names, so the tool resolves files without reading the log.
 	Links []core.Link `json:"links,omitempty"`
+	// MCP names the MCP tool the call is for; nil for any other tool.
+	MCP *core.MCPTool `json:"mcp,omitempty"`
 }
