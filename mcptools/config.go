@@ -117,8 +117,9 @@ func check(c ServerConfig, allowCommands bool) string {
 	if u.Scheme == "http" && !endpoint.IsLoopback(u.Hostname()) {
 		return "url: plain http is allowed on a loopback host only (localhost, 127.0.0.1, ::1); use https"
 	}
-	if u.User != nil {
-		return "url: credentials go in apiKeyEnv, not in the URL"
+	if u.User != nil || u.RawQuery != "" {
+		// A query string is where keys hide; errors and logs quote URLs.
+		return "url: no user or query string; a key goes in apiKeyEnv"
 	}
 	return endpoint.CheckHeaders(c.Headers)
 }

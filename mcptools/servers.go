@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/cairn-agents/cairn/provider/endpoint"
 	"github.com/cairn-agents/cairn/runtime"
 )
 
@@ -89,8 +90,42 @@ func (e *MissingKeyError) Error() string {
 	return fmt.Sprintf("MCP server %q: environment variable %s (its apiKeyEnv) is not set", e.Server, e.EnvVar)
 }
 
+// redacted is an error whose text had a server's key taken out: a server
+// may echo the key back in an error, which is logged.
+type redacted struct {
+	msg string
+	err error
+}
+
+func (e *redacted) Error() string { return e.msg }
+func (e *redacted) Unwrap() error { return e.err }
+
+// redact removes server's key from err's text.
+func (s *Servers) redact(server string, err error) error {
+	if err == nil {
+		return nil
+	}
+	env := s.configs[server].APIKeyEnv
+	if env == "" {
+		return err
+	}
+	key := s.getenv(env)
+	if key == "" {
+		return err
+	}
+	if msg := endpoint.RedactSecret(err.Error(), key); msg != err.Error() {
+		return &redacted{msg: msg, err: err}
+	}
+	return err
+}
+
 // ListTools implements runtime.MCPServers.
 func (s *Servers) ListTools(ctx context.Context, server string) ([]runtime.MCPToolDefinition, error) {
+	tools, err := s.listTools(ctx, server)
+	return tools, s.redact(server, err)
+}
+
+func (s *Servers) listTools(ctx context.Context, server string) ([]runtime.MCPToolDefinition, error) {
 	cs, err := s.session(ctx, server)
 	if err != nil {
 		return nil, err
@@ -115,6 +150,11 @@ func (s *Servers) ListTools(ctx context.Context, server string) ([]runtime.MCPTo
 // CallTool implements runtime.MCPServers: the call is bounded by the
 // server's timeoutMs.
 func (s *Servers) CallTool(ctx context.Context, server, tool string, args json.RawMessage) (runtime.ToolOutput, error) {
+	out, err := s.callTool(ctx, server, tool, args)
+	return out, s.redact(server, err)
+}
+
+func (s *Servers) callTool(ctx context.Context, server, tool string, args json.RawMessage) (runtime.ToolOutput, error) {
 	cs, err := s.session(ctx, server)
 	if err != nil {
 		return runtime.ToolOutput{}, err

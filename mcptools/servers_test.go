@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -32,6 +33,7 @@ func TestLoadConfig_Rules(t *testing.T) {
 		"plain http off loopback": `{"a":{"url":"http://example.com/mcp"}}`,
 		"credential header":       `{"a":{"url":"https://example.com/mcp","headers":{"Authorization":"Bearer x"}}}`,
 		"key in the URL":          `{"a":{"url":"https://u:p@example.com/mcp"}}`,
+		"key in the query":        `{"a":{"url":"https://example.com/mcp?token=t0ken"}}`,
 		"misspelt field":          `{"a":{"url":"https://example.com/mcp","apiKeyEnvv":"K"}}`,
 		"both url and command":    `{"a":{"url":"https://example.com/mcp","command":["x"]}}`,
 		"neither":                 `{"a":{}}`,
@@ -43,7 +45,7 @@ func TestLoadConfig_Rules(t *testing.T) {
 		var ce *mcptools.ConfigError
 		if !errors.As(err, &ce) {
 			t.Errorf("%s: got %v, want a *ConfigError", name, err)
-		} else if strings.Contains(err.Error(), "Bearer x") || strings.Contains(err.Error(), "u:p") {
+		} else if strings.Contains(err.Error(), "Bearer x") || strings.Contains(err.Error(), "u:p") || strings.Contains(err.Error(), "t0ken") {
 			t.Errorf("%s: the error quotes a credential: %v", name, err)
 		}
 	}
@@ -94,6 +96,26 @@ func TestServers_HTTPKey(t *testing.T) {
 	_, err := wrong.ListTools(ctx, "docs")
 	if err == nil || strings.Contains(err.Error(), "k-999") {
 		t.Fatalf("wrong key: %v", err)
+	}
+	// A server that quotes the key back in its refusal: the error the
+	// logs get does not carry it.
+	const key = "sk-mcp-0123456789abcdef"
+	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			ID json.RawMessage `json:"id"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		reply, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID,
+			"error": map[string]any{"code": -32001, "message": "bad key: " + r.Header.Get("Authorization")}})
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(reply)
+	}))
+	t.Cleanup(echo.Close)
+	s := mcptools.New(map[string]mcptools.ServerConfig{"docs": {URL: echo.URL, APIKeyEnv: "DOCS_KEY"}},
+		mcptools.Options{Getenv: func(string) string { return key }})
+	t.Cleanup(s.Close)
+	if _, err := s.ListTools(ctx, "docs"); err == nil || strings.Contains(err.Error(), key) || strings.Contains(err.Error(), "0123456789abcdef") {
+		t.Fatalf("an echoed key reached the error: %v", err)
 	}
 }
 

@@ -27,7 +27,7 @@ func rootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(serveCommand(), workerCommand(), migrateCommand(), universeCommand(), chatCommand(), demoCommand(), sessionsCommand(), sessionCommand(), eventsCommand(), contextCommand(), vfsCommand(), transcriptCommand(), cacheCommand(), gcCommand(), storageCommand(), toolsCommand(), approvalsCommand())
+	root.AddCommand(serveCommand(), workerCommand(), migrateCommand(), universeCommand(), chatCommand(), demoCommand(), sessionsCommand(), sessionCommand(), eventsCommand(), contextCommand(), vfsCommand(), transcriptCommand(), cacheCommand(), gcCommand(), storageCommand(), toolsCommand(), approvalsCommand(), mcpCommand())
 	return root
 }
 
