@@ -171,3 +171,60 @@ func toolsOf(t *testing.T, body []byte) []byte {
 	}
 	return req.Tools
 }
+
+// On Temporal: the worker lists the MCP server's tools in the refresh
+// activity and calls them in the tool activity; the workflow keeps only
+// names and the catalog's ref.
+func TestE2E_TemporalMCPTool(t *testing.T) {
+	docs := httptest.NewServer(mcptest.HTTPHandler(func() *mcp.Server { return mcptest.NewServer() }, ""))
+	t.Cleanup(docs.Close)
+	fake := newFakeChat(t, fakeKey)
+	fake.script(
+		fakeStep{body: toolCallResponse("chatcmpl-m1", "call_1", "docs__echo", `{"text":"hi"}`)},
+		fakeStep{body: textResponse("chatcmpl-m2", "It echoed.")},
+	)
+	d := newTemporalDeployment(t, fake)
+	addMCPServers(t, d.config, fmt.Sprintf(`{"docs":{"url":%q}}`, docs.URL))
+	d.startWorker(t, "worker-1", cairnBin)
+	c := d.client()
+	ctx := context.Background()
+	created, err := c.CreateSession(ctx, api.CreateSessionParams{Model: fakeModel(), Tools: []string{"docs.echo"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := c.StartRun(ctx, api.RunStartParams{SessionID: created.SessionID, Input: textInput("Echo hi.")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := waitRun(t, c, created.SessionID, run.RunID); got.Status != core.StatusCompleted {
+		t.Fatalf("run = %s", mustJSON(t, got))
+	}
+	reqs := fake.bodies()
+	if len(reqs) != 2 || !bytes.Contains(reqs[0], []byte(`"name":"docs__echo"`)) || bytes.Contains(reqs[0], []byte(`"docs__env"`)) {
+		t.Fatalf("the first request does not offer docs__echo alone: %s", reqs[0])
+	}
+	if !bytes.Contains(reqs[1], []byte(`"tool_call_id":"call_1","content":"echo: hi"`)) {
+		t.Fatalf("the second request lacks the MCP result: %s", reqs[1])
+	}
+}
+
+// addMCPServers adds mcpServers to a config file.
+func addMCPServers(t *testing.T, path, servers string) {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg["mcpServers"] = json.RawMessage(servers)
+	out, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
