@@ -24,7 +24,9 @@ import (
 // server with a key (in-process, built with the SDK) and a stdio one (the
 // SDK's server as a program the config names). On every API kind the
 // model is offered the granted tools under their wire names and its calls
-// of both servers' tools come back as results. On Chat Completions the
+// of both servers' tools come back as results, one with an image in each
+// API's own form (Chat Completions takes none in a tool message: a line of
+// text names it). On Chat Completions the
 // HTTP server then adds a tool in the middle of a run (the run's next
 // request does not change; the next run's has it), and goes down (the
 // session keeps its last list, and the run goes on).
@@ -48,19 +50,22 @@ func TestE2E_MCPToolsOnEveryAPIKind(t *testing.T) {
 	chatFake := newScriptedFake(t, "/v1/chat/completions", "Authorization", "Bearer "+fakeKey,
 		`{"id":"chatcmpl-1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[`+
 			`{"id":"call_1","type":"function","function":{"name":"docs__echo","arguments":"{\"text\":\"hi\"}"}},`+
-			`{"id":"call_2","type":"function","function":{"name":"local__echo","arguments":"{\"text\":\"there\"}"}}]},"finish_reason":"tool_calls"}],`+
+			`{"id":"call_2","type":"function","function":{"name":"local__echo","arguments":"{\"text\":\"there\"}"}},`+
+			`{"id":"call_3","type":"function","function":{"name":"docs__mixed","arguments":"{}"}}]},"finish_reason":"tool_calls"}],`+
 			`"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`,
 		textResponse("chatcmpl-2", "Done."))
 	respFake := newScriptedFake(t, "/v1/responses", "Authorization", "Bearer "+fakeKey,
 		`{"id":"resp_1","object":"response","status":"completed","model":"m","output":[`+
 			`{"type":"function_call","id":"fc_1","call_id":"call_1","name":"docs__echo","arguments":"{\"text\":\"hi\"}","status":"completed"},`+
-			`{"type":"function_call","id":"fc_2","call_id":"call_2","name":"local__echo","arguments":"{\"text\":\"there\"}","status":"completed"}],`+
+			`{"type":"function_call","id":"fc_2","call_id":"call_2","name":"local__echo","arguments":"{\"text\":\"there\"}","status":"completed"},`+
+			`{"type":"function_call","id":"fc_3","call_id":"call_3","name":"docs__mixed","arguments":"{}","status":"completed"}],`+
 			`"usage":{"input_tokens":10,"output_tokens":5,"total_tokens":15,"input_tokens_details":{"cached_tokens":0},"output_tokens_details":{"reasoning_tokens":0}}}`,
 		responsesBody)
 	anthFake := newScriptedFake(t, "/v1/messages", "X-Api-Key", fakeKey,
 		`{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[`+
 			`{"type":"tool_use","id":"call_1","name":"docs__echo","input":{"text":"hi"}},`+
-			`{"type":"tool_use","id":"call_2","name":"local__echo","input":{"text":"there"}}],`+
+			`{"type":"tool_use","id":"call_2","name":"local__echo","input":{"text":"there"}},`+
+			`{"type":"tool_use","id":"call_3","name":"docs__mixed","input":{}}],`+
 			`"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":5}}`,
 		anthropicBody)
 	dir := t.TempDir()
@@ -87,10 +92,12 @@ func TestE2E_MCPToolsOnEveryAPIKind(t *testing.T) {
 	for i, tc := range []struct {
 		provider, apiKind string
 		fake              *scriptedFake
+		// mixed is how the mixed tool's image reaches the model
+		mixed string
 	}{
-		{"fake-chat", core.APIChatCompletions, chatFake},
-		{"fake-responses", core.APIOpenAIResponses, respFake},
-		{"fake-anthropic", core.APIAnthropicMessages, anthFake},
+		{"fake-chat", core.APIChatCompletions, chatFake, `{"type":"text","text":"[image/png, 4 bytes: not shown]"}`},
+		{"fake-responses", core.APIOpenAIResponses, respFake, `{"type":"input_image","image_url":"data:image/png;base64,iVBORw=="}`},
+		{"fake-anthropic", core.APIAnthropicMessages, anthFake, `{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw=="}}`},
 	} {
 		created, err := c.CreateSession(ctx, api.CreateSessionParams{Model: core.ModelSelection{ProviderID: tc.provider, APIKind: tc.apiKind, Model: "m"},
 			Tools: []string{"docs.*", "local.echo"}})
@@ -126,6 +133,9 @@ func TestE2E_MCPToolsOnEveryAPIKind(t *testing.T) {
 		}
 		if !bytes.Contains(reqs[1], []byte("echo: hi")) || !bytes.Contains(reqs[1], []byte("echo: there")) {
 			t.Fatalf("%s: the next request does not carry both servers' results:\n%s", tc.apiKind, reqs[1])
+		}
+		if !bytes.Contains(reqs[1], []byte(tc.mixed)) || !bytes.Contains(reqs[1], []byte("three parts")) || !bytes.Contains(reqs[1], []byte("# Notes")) {
+			t.Fatalf("%s: the result with an image is not lowered as %s:\n%s", tc.apiKind, tc.mixed, reqs[1])
 		}
 		if i > 0 {
 			continue

@@ -11,40 +11,63 @@ import (
 	"github.com/cairn-agents/cairn/runtime"
 )
 
-// toolOutput is what the model sees of a call's result: its text parts
-// and the text of embedded resources, in order. Structured content alone
-// is sent as its JSON. Images, audio, binary resources and resource
-// links are named by a line of text (their media type and size) instead
-// of their bytes: results reach the model as text for now.
+// toolOutput is a call's result as the runtime stores it. Text parts and
+// the text of embedded resources are text, in order; a result with an
+// image, audio or a binary resource keeps every part (runtime.ToolOutput
+// Parts), each with its media type. Structured content alone is sent as
+// its JSON; a resource link is named by a line of text.
 func toolOutput(res *mcp.CallToolResult) runtime.ToolOutput {
-	out := runtime.ToolOutput{IsError: res.IsError, MediaType: content.MediaText}
-	var parts []string
+	out := runtime.ToolOutput{IsError: res.IsError}
+	var parts []runtime.ToolOutputPart
+	var texts []string
+	blobs := false
+	text := func(s string) {
+		texts = append(texts, s)
+		parts = append(parts, runtime.ToolOutputPart{MediaType: content.MediaText, Data: []byte(s)})
+	}
+	binary := func(mediaType string, data []byte) {
+		blobs = true
+		parts = append(parts, runtime.ToolOutputPart{MediaType: safeMediaType(mediaType), Data: data})
+	}
 	for _, c := range res.Content {
 		switch c := c.(type) {
 		case *mcp.TextContent:
-			parts = append(parts, c.Text)
+			text(c.Text)
 		case *mcp.EmbeddedResource:
 			if r := c.Resource; r != nil && r.Blob == nil {
-				parts = append(parts, fmt.Sprintf("Resource %s (%s):\n%s", r.URI, mediaOr(r.MIMEType, "text"), r.Text))
+				text(fmt.Sprintf("Resource %s (%s):\n%s", r.URI, mediaOr(r.MIMEType, "text"), r.Text))
 			} else if r != nil {
-				parts = append(parts, fmt.Sprintf("[resource %s: %s, %d bytes, not shown]", r.URI, mediaOr(r.MIMEType, "binary"), len(r.Blob)))
+				binary(r.MIMEType, r.Blob)
 			}
 		case *mcp.ImageContent:
-			parts = append(parts, fmt.Sprintf("[image: %s, %d bytes, not shown]", mediaOr(c.MIMEType, "image"), len(c.Data)))
+			binary(c.MIMEType, c.Data)
 		case *mcp.AudioContent:
-			parts = append(parts, fmt.Sprintf("[audio: %s, %d bytes, not shown]", mediaOr(c.MIMEType, "audio"), len(c.Data)))
+			binary(c.MIMEType, c.Data)
 		case *mcp.ResourceLink:
-			parts = append(parts, fmt.Sprintf("[resource link %s: %s]", c.URI, c.Name))
+			text(fmt.Sprintf("[resource link %s: %s]", c.URI, c.Name))
 		}
 	}
-	if len(parts) == 0 && res.StructuredContent != nil {
+	switch {
+	case blobs:
+		out.Parts = parts
+	case len(texts) == 0 && res.StructuredContent != nil:
 		if data, err := json.Marshal(res.StructuredContent); err == nil {
 			out.Content, out.MediaType = data, content.MediaJSON
-			return out
 		}
+	default:
+		out.Content, out.MediaType = []byte(strings.Join(texts, "\n\n")), content.MediaText
 	}
-	out.Content = []byte(strings.Join(parts, "\n\n"))
 	return out
+}
+
+// safeMediaType is a server's media type if it is a valid one, else
+// application/octet-stream: the string is the server's, and it reaches
+// requests and the inspector.
+func safeMediaType(mt string) string {
+	if mt == "" || content.ValidateMediaType(mt) != nil {
+		return "application/octet-stream"
+	}
+	return mt
 }
 
 func mediaOr(mediaType, fallback string) string {

@@ -169,11 +169,17 @@ func requireCalls(t *testing.T, s *mcptools.Servers) {
 	if err != nil || !out.IsError || string(out.Content) != "the tool failed on purpose" {
 		t.Fatalf("a tool error: %+v, %v", out, err)
 	}
-	mixed := callText(t, s, "docs", "mixed", nil)
-	for _, want := range []string{"three parts", "Resource file:///notes.md (text/markdown):\n# Notes", "[image: image/png, 4 bytes, not shown]"} {
-		if !strings.Contains(mixed, want) {
-			t.Fatalf("mixed result %q lacks %q", mixed, want)
-		}
+	mixed, err := s.CallTool(context.Background(), "docs", "mixed", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range mixed.Parts {
+		got = append(got, p.MediaType+": "+string(p.Data))
+	}
+	want := []string{"text/plain; charset=utf-8: three parts", "text/plain; charset=utf-8: Resource file:///notes.md (text/markdown):\n# Notes", "image/png: \x89PNG"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("mixed result's parts %q, want %q", got, want)
 	}
 }
 

@@ -183,6 +183,16 @@ func (x *Executor) InvokeTool(ctx context.Context, sess ToolSession, runID strin
 		res.Status, res.Result = core.CallFailed, constantEntry(core.ToolFailedRef, core.ToolFailedBytes)
 		return res, nil
 	}
+	res.Status = core.CallOK
+	if out.IsError {
+		res.Status = core.CallError
+	}
+	if len(out.Parts) > 0 {
+		if res.Result, err = x.putParts(ctx, out.Parts); err != nil {
+			return res, fmt.Errorf("storing result of call %s: %w", call.CallID, err)
+		}
+		return res, nil
+	}
 	mt := out.MediaType
 	if mt == "" {
 		mt = content.MediaText
@@ -190,10 +200,6 @@ func (x *Executor) InvokeTool(ctx context.Context, sess ToolSession, runID strin
 	ref, err := blob.PutRef(ctx, x.Blobs, out.Content, mt, "")
 	if err != nil {
 		return res, fmt.Errorf("storing result of call %s: %w", call.CallID, err)
-	}
-	res.Status = core.CallOK
-	if out.IsError {
-		res.Status = core.CallError
 	}
 	res.Result = core.EntryInput{Content: ref, TokenEstimate: provider.Estimate(out.Content), Preview: previewOf(out.Content)}
 	return res, nil

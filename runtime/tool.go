@@ -45,10 +45,12 @@ type ToolEnv struct {
 	Files *vfs.FS
 }
 
-// ToolOutput is what a tool hands back to the model.
+// ToolOutput is what a tool hands back to the model: Content of a
+// media type, or Parts when it has several.
 type ToolOutput struct {
 	Content   []byte
 	MediaType string // defaults to text/plain
+	Parts     []ToolOutputPart
 	IsError   bool
 }
 

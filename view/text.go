@@ -25,10 +25,10 @@ type BlobReader interface {
 var _ BlobReader = blob.Store(nil)
 
 // HasText reports whether content has a text form: provider-native
-// material and text/* do; media (audio, images, other bytes) do not, and a
+// material, text/* and parts records do; media (audio, images, other bytes) do not, and a
 // view describes it by ref and media type alone.
 func HasText(ref content.ContentRef) bool {
-	return ref.ProviderKind != "" || strings.HasPrefix(ref.MediaType, "text/")
+	return ref.ProviderKind != "" || strings.HasPrefix(ref.MediaType, "text/") || core.IsParts(ref)
 }
 
 // ProjectText returns the visible text of stored content: provider-native
@@ -92,10 +92,30 @@ func projectText(ref content.ContentRef, data []byte) (string, error) {
 		}
 		return rec.Text, nil
 	case "":
+		if core.IsParts(ref) {
+			return partsText(data)
+		}
 		if strings.HasPrefix(ref.MediaType, "text/") && utf8.Valid(data) {
 			return string(data), nil
 		}
 		return "", nil
 	}
 	return "", fmt.Errorf("no text projection for provider kind %q", ref.ProviderKind)
+}
+
+// partsText is a parts record as a reader sees it: its text parts, and a
+// line naming each other part, in order.
+func partsText(data []byte) (string, error) {
+	parts, err := core.DecodeParts(data)
+	if err != nil {
+		return "", err
+	}
+	lines := make([]string, len(parts))
+	for i, p := range parts {
+		lines[i] = p.Text
+		if p.Ref != nil {
+			lines[i] = p.Describe()
+		}
+	}
+	return strings.Join(lines, "\n"), nil
 }

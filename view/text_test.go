@@ -6,6 +6,7 @@ import (
 
 	"github.com/cairn-agents/cairn/blob"
 	"github.com/cairn-agents/cairn/content"
+	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/provider/anthropic"
 	"github.com/cairn-agents/cairn/provider/chat"
 	"github.com/cairn-agents/cairn/provider/responses"
@@ -92,5 +93,22 @@ func TestProjectVisibleMarksRefusals(t *testing.T) {
 		if err != nil || got != tc.want {
 			t.Errorf("%s: got %+v, %v; want %+v", tc.name, got, err, tc.want)
 		}
+	}
+}
+
+// A tool result of several parts reads as its text, with a line naming
+// each part that is not text.
+func TestProjectTextOfParts(t *testing.T) {
+	ctx := context.Background()
+	blobs := blob.NewMemory()
+	img, _ := blob.PutRef(ctx, blobs, []byte("\x89PNG"), "image/png", "")
+	data, err := core.EncodeParts([]core.ContentPart{{Text: "a chart"}, {Ref: &img, Bytes: 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := blob.PutRef(ctx, blobs, data, core.MediaParts, "")
+	got, err := ProjectText(ctx, blobs, ref)
+	if err != nil || got != "a chart\n[image/png, 4 bytes: not shown]" || !HasText(ref) {
+		t.Fatalf("ProjectText = %q, %v", got, err)
 	}
 }

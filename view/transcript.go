@@ -456,7 +456,7 @@ func (p projector) bounded(ctx context.Context, ref content.ContentRef, recorded
 	c := describe(ref)
 	switch {
 	case !textual(ref.MediaType, ref.ProviderKind):
-	case ref.ProviderKind != "":
+	case ref.ProviderKind != "", core.IsParts(ref):
 		c.Preview = provider.Preview(recorded)
 	default:
 		data, err := p.blobs.Get(ctx, ref.Digest)

@@ -3,6 +3,7 @@ package anthropic
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"slices"
 	"strconv"
@@ -299,6 +300,9 @@ func toolResult(e core.Entry, load func(core.Entry) ([]byte, error)) (block, err
 	if e.CallID == "" {
 		return block{}, &UnsupportedEntryError{e.ID, e.Kind, "tool result without a call id"}
 	}
+	if core.IsParts(e.Content) {
+		return partsResult(e, load)
+	}
 	if !content.IsText(e.Content.MediaType) && !strings.HasPrefix(e.Content.MediaType, content.MediaJSON) {
 		return block{}, &UnsupportedEntryError{e.ID, e.Kind, "tool result of media type " + e.Content.MediaType}
 	}
@@ -313,6 +317,47 @@ func toolResult(e core.Entry, load func(core.Entry) ([]byte, error)) (block, err
 		buf.WriteString(`,"content":`)
 		rawjson.WriteString(&buf, string(data))
 	}
+	if errorResults[e.Content.Digest] {
+		buf.WriteString(`,"is_error":true`)
+	}
+	buf.WriteByte('}')
+	return block{raw: buf.Bytes(), typ: typeToolResult}, nil
+}
+
+// partsResult lowers a tool result of several parts to a tool_result
+// block whose content is text and image blocks, in order; a part that is
+// not an image Anthropic takes is a text block naming it.
+func partsResult(e core.Entry, load func(core.Entry) ([]byte, error)) (block, error) {
+	parts, err := provider.LoadParts(e, load)
+	if err != nil {
+		return block{}, err
+	}
+	var buf bytes.Buffer
+	buf.WriteString(`{"type":"tool_result","tool_use_id":`)
+	rawjson.WriteString(&buf, e.CallID)
+	buf.WriteString(`,"content":[`)
+	for i, p := range parts {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		switch {
+		case p.IsImage():
+			buf.WriteString(`{"type":"image","source":{"type":"base64","media_type":`)
+			rawjson.WriteString(&buf, p.MediaType)
+			buf.WriteString(`,"data":"`)
+			buf.WriteString(base64.StdEncoding.EncodeToString(p.Data))
+			buf.WriteString(`"}}`)
+		case p.Data != nil:
+			buf.WriteString(`{"type":"text","text":`)
+			rawjson.WriteString(&buf, p.Describe)
+			buf.WriteByte('}')
+		default:
+			buf.WriteString(`{"type":"text","text":`)
+			rawjson.WriteString(&buf, p.Text)
+			buf.WriteByte('}')
+		}
+	}
+	buf.WriteByte(']')
 	if errorResults[e.Content.Digest] {
 		buf.WriteString(`,"is_error":true`)
 	}

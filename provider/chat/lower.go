@@ -326,6 +326,9 @@ func lowerPlain(e core.Entry, load func(core.Entry) ([]byte, error)) ([]byte, er
 		if e.CallID == "" {
 			return nil, &UnsupportedEntryError{e.ID, e.Kind, "tool result without a call id"}
 		}
+		if core.IsParts(e.Content) {
+			return partsMessage(e, load)
+		}
 		data, err := load(e)
 		if err != nil {
 			return nil, err
@@ -487,5 +490,33 @@ func (g *group) lower(load func(core.Entry) ([]byte, error), opts LowerOptions) 
 		b.WriteByte(']')
 	}
 	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// partsMessage lowers a tool result of several parts to a tool message of
+// text parts, in order. Chat Completions takes no images in a tool
+// message: each part that is not text is a text part naming it.
+func partsMessage(e core.Entry, load func(core.Entry) ([]byte, error)) ([]byte, error) {
+	parts, err := provider.LoadParts(e, load)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	b.WriteString(`{"role":"tool","tool_call_id":`)
+	rawjson.WriteString(&b, e.CallID)
+	b.WriteString(`,"content":[`)
+	for i, p := range parts {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		text := p.Text
+		if p.Data != nil {
+			text = p.Describe
+		}
+		b.WriteString(`{"type":"text","text":`)
+		rawjson.WriteString(&b, text)
+		b.WriteByte('}')
+	}
+	b.WriteString(`]}`)
 	return b.Bytes(), nil
 }

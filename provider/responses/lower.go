@@ -3,6 +3,7 @@ package responses
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -398,6 +399,9 @@ func lowerPlain(e core.Entry, load func(core.Entry) ([]byte, error)) ([]byte, er
 		if e.CallID == "" {
 			return nil, &UnsupportedEntryError{e.ID, e.Kind, "tool result without a call id"}
 		}
+		if core.IsParts(e.Content) {
+			return partsOutput(e, load)
+		}
 		if !content.IsText(e.Content.MediaType) && !isJSON(e.Content.MediaType) {
 			return nil, &UnsupportedEntryError{e.ID, e.Kind, "tool result of media type " + e.Content.MediaType}
 		}
@@ -452,4 +456,42 @@ func isJSON(mediaType string) bool { return strings.HasPrefix(mediaType, "applic
 func isObject(data []byte) bool {
 	t := bytes.TrimSpace(data)
 	return len(t) > 0 && t[0] == '{' && json.Valid(t)
+}
+
+// partsOutput lowers a tool result of several parts to a
+// function_call_output whose output is a list of input_text and
+// input_image items (images as data URLs), in order; a part that is not
+// an image is an input_text naming it.
+func partsOutput(e core.Entry, load func(core.Entry) ([]byte, error)) ([]byte, error) {
+	parts, err := provider.LoadParts(e, load)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	b.WriteString(`{"type":"` + itemFunctionCallOutput + `","call_id":`)
+	rawjson.WriteString(&b, e.CallID)
+	b.WriteString(`,"output":[`)
+	for i, p := range parts {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		switch {
+		case p.IsImage():
+			b.WriteString(`{"type":"input_image","image_url":"data:`)
+			b.WriteString(p.MediaType)
+			b.WriteString(`;base64,`)
+			b.WriteString(base64.StdEncoding.EncodeToString(p.Data))
+			b.WriteString(`"}`)
+		case p.Data != nil:
+			b.WriteString(`{"type":"input_text","text":`)
+			rawjson.WriteString(&b, p.Describe)
+			b.WriteByte('}')
+		default:
+			b.WriteString(`{"type":"input_text","text":`)
+			rawjson.WriteString(&b, p.Text)
+			b.WriteByte('}')
+		}
+	}
+	b.WriteString(`]}`)
+	return b.Bytes(), nil
 }
