@@ -79,6 +79,8 @@ func admit(s *State, cmd Command) (Admission, error) {
 		return admitSubmitToolOutput(s, c)
 	case DecideApproval:
 		return admitDecideApproval(s, c)
+	case NoteWarning:
+		return admitNoteWarning(s, c)
 	case ExpireToolCall:
 		return admitExpireToolCall(s, c)
 	case RequestCompaction:

@@ -100,6 +100,7 @@ func goldenScenarioOn(t *testing.T, st *core.State) *harness {
 	h.mustAdmit(core.DecideApproval{AtMs: h.tick(), CallID: "call-8", Approve: true, Reason: "fine"})
 	h.mustAdmit(toolResult(h.tick(), h.expectTools(), "call-8", core.CallOK, "ticket 8: closed"))
 	h.answer("Ticket 8 is closed.")
+	h.mustAdmit(core.NoteWarning{AtMs: h.tick(), Source: "mcp:docs", Message: "the MCP server docs did not list its tools; the session keeps its last list"})
 	h.mustAdmit(core.CloseSession{AtMs: h.tick(), Reason: "done"})
 	return h
 }
@@ -312,6 +313,7 @@ var payloadTypes = map[string]any{
 	core.KindSessionOpened:             core.SessionOpened{},
 	core.KindSessionConfigChanged:      core.SessionConfigChanged{},
 	core.KindSessionClosed:             core.SessionClosed{},
+	core.KindSessionWarning:            core.SessionWarning{},
 	core.KindRunAccepted:               core.RunAccepted{},
 	core.KindRunStarted:                core.RunStarted{},
 	core.KindRunSteeringAccepted:       core.RunSteeringAccepted{},

@@ -11,6 +11,10 @@ const (
 	KindSessionOpened        = "session.opened"
 	KindSessionConfigChanged = "session.config_changed"
 	KindSessionClosed        = "session.closed"
+	// KindSessionWarning records something a person should know that
+	// changed nothing in the session: an MCP server that did not list its
+	// tools at the refresh boundary, so the session kept its last list.
+	KindSessionWarning = "session.warning"
 
 	KindRunAccepted         = "run.accepted"
 	KindRunStarted          = "run.started"

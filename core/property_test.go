@@ -222,8 +222,10 @@ func (m *propModel) drawCommand(t *rapid.T) core.Command {
 			cfg.Compaction = &core.Compaction{Mode: core.CompactionProviderStandalone, ThresholdTokens: int64(rapid.IntRange(0, 12).Draw(t, "threshold"))}
 		}
 		return core.ChangeConfig{AtMs: at, Config: cfg}
-	case pick < 98:
+	case pick < 97:
 		return core.RequestCompaction{AtMs: at, CompactionID: "k" + itoa(int(at))}
+	case pick < 98: // sometimes invalid: no message
+		return core.NoteWarning{AtMs: at, Source: "mcp:docs", Message: rapid.SampledFrom([]string{"", "the MCP server docs did not list its tools"}).Draw(t, "warning")}
 	default:
 		return core.CloseSession{AtMs: at}
 	}

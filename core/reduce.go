@@ -55,6 +55,7 @@ func (s *State) apply(ev Event) error {
 		return fmt.Errorf("session not opened")
 	}
 	switch ev.Kind {
+	case KindSessionWarning: // changes nothing
 	case KindSessionOpened, KindSessionConfigChanged, KindSessionClosed:
 		// They change only the summary's fields: one fold for both.
 		sum := s.Summary()

@@ -59,6 +59,8 @@ func payloadOf(kind string) any {
 		return new(ToolApprovalRequested)
 	case KindToolApprovalDecided:
 		return new(ToolApprovalDecided)
+	case KindSessionWarning:
+		return new(SessionWarning)
 	case KindContextEntriesApplied:
 		return new(ContextEntriesApplied)
 	case KindContextEntriesRemoved:

@@ -29,7 +29,7 @@ import (
 // text names it). On Chat Completions the
 // HTTP server then adds a tool in the middle of a run (the run's next
 // request does not change; the next run's has it), and goes down (the
-// session keeps its last list, and the run goes on).
+// session keeps its last list, records a warning, and the run goes on).
 func TestE2E_MCPToolsOnEveryAPIKind(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "mcptest-server")
 	if out, err := exec.Command("go", "build", "-o", bin, "../internal/mcptest/mcptest-server").CombinedOutput(); err != nil {
@@ -160,6 +160,10 @@ func TestE2E_MCPToolsOnEveryAPIKind(t *testing.T) {
 			t.Fatalf("a run after the MCP server went down: %s", mustJSON(t, got))
 		}
 		down.Store(false)
+		warning := waitEvent(t, c, sid, func(ev api.EventView) bool { return ev.Kind == core.KindSessionWarning })
+		if !bytes.Contains(warning.Payload, []byte(`"source":"mcp:docs"`)) || bytes.Contains(warning.Payload, []byte(docs.URL)) {
+			t.Fatalf("the warning of the server that was down: %s", warning.Payload)
+		}
 		reqs = tc.fake.requests()
 		if len(reqs) != 4 || !bytes.Contains(reqs[2], []byte(`"docs__added"`)) {
 			t.Fatalf("the next run does not offer the added tool (%d requests):\n%s", len(reqs), reqs[len(reqs)-1])

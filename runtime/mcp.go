@@ -45,6 +45,19 @@ const (
 type MCPCatalog struct {
 	Tools []core.MCPTool      `json:"tools,omitempty"`
 	Ref   *content.ContentRef `json:"ref,omitempty"`
+	// Down are the servers that did not list their tools, in grant order:
+	// their tools are the last catalog's.
+	Down []string `json:"down,omitempty"`
+}
+
+// warnings are what the session records of servers that were down.
+func (c MCPCatalog) warnings(at int64) []core.NoteWarning {
+	var out []core.NoteWarning
+	for _, server := range c.Down {
+		out = append(out, core.NoteWarning{AtMs: at, Source: "mcp:" + server,
+			Message: fmt.Sprintf("The MCP server %s did not list its tools at the start of a run; the session keeps its last list of them.", server)})
+	}
+	return out
 }
 
 // same reports whether cfg records this catalog already.
@@ -86,6 +99,7 @@ func (x *Executor) RefreshMCP(ctx context.Context, cfg core.SessionConfig) (*MCP
 		}
 	}
 	var defs []MCPToolDefinition
+	var down []string
 	wire := map[string]bool{}
 	add := func(d MCPToolDefinition) {
 		name := core.MCPToolWireName(d.Server, d.Name)
@@ -102,6 +116,7 @@ func (x *Executor) RefreshMCP(ctx context.Context, cfg core.SessionConfig) (*MCP
 				return nil, ctx.Err()
 			}
 			x.logger().Warn("an MCP server did not list its tools; the session keeps its last list", "server", server, "err", err)
+			down = append(down, server)
 			for _, d := range last {
 				if d.Server == server {
 					add(d)
@@ -121,7 +136,7 @@ func (x *Executor) RefreshMCP(ctx context.Context, cfg core.SessionConfig) (*MCP
 			}
 		}
 	}
-	out := &MCPCatalog{}
+	out := &MCPCatalog{Down: down}
 	if len(defs) == 0 {
 		return out, nil
 	}

@@ -45,10 +45,19 @@ func RefreshContext(h Host, derive func(cfg core.SessionConfig) (Refreshed, erro
 			return err
 		}
 	}
-	if m := derived.MCP; m != nil && !m.same(h.Drive().State().Config) {
+	m := derived.MCP
+	if m == nil {
+		return nil
+	}
+	if !m.same(h.Drive().State().Config) {
 		cfg := h.Drive().State().Config
 		cfg.MCPTools, cfg.MCPCatalog = m.Tools, m.Ref
 		if _, err := AdmitAndAppend(h, core.ChangeConfig{AtMs: h.NowMs(), Config: cfg}); err != nil {
+			return err
+		}
+	}
+	for _, w := range m.warnings(h.NowMs()) {
+		if _, err := AdmitAndAppend(h, w); err != nil {
 			return err
 		}
 	}

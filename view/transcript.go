@@ -105,6 +105,7 @@ const (
 	DisplayCompactionRequested = "compaction_requested" // compaction.requested: compactionId, trigger, entryIds, count, estimatedTokens
 	DisplayCompacted           = "compacted"            // context.compacted: compactionId, trigger, removedEntryIds, count, entries (the replacement)
 	DisplayRemoved             = "removed"              // context.entries_removed: removedEntryIds, count; context.keys_removed: removedKeys, count
+	DisplayWarning             = "warning"              // session.warning: source, message
 )
 
 // Display is an event's content projected for a reader. Kind says which of
@@ -119,6 +120,8 @@ type Display struct {
 	Name            string            `json:"name,omitempty"`
 	Status          string            `json:"status,omitempty"`
 	Reason          string            `json:"reason,omitempty"`
+	Source          string            `json:"source,omitempty"`
+	Message         string            `json:"message,omitempty"`
 	Input           []Content         `json:"input,omitempty"`
 	Content         *Content          `json:"content,omitempty"`
 	Failure         *core.Failure     `json:"failure,omitempty"`
@@ -388,6 +391,9 @@ func (p projector) display(ctx context.Context, ev core.Event) (*Display, error)
 	case core.KindRunCancelled:
 		pl, err := decode[core.RunCancelled](ev)
 		return &Display{Kind: DisplayCancelled, RunID: pl.RunID}, err
+	case core.KindSessionWarning:
+		pl, err := decode[core.SessionWarning](ev)
+		return &Display{Kind: DisplayWarning, Source: pl.Source, Message: pl.Message}, err
 	case core.KindCompactionRequested:
 		pl, err := decode[core.CompactionRequested](ev)
 		return &Display{Kind: DisplayCompactionRequested, CompactionID: pl.CompactionID, Trigger: pl.Trigger,

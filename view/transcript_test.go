@@ -232,6 +232,7 @@ func TestTranscript_DisplayShowsTextInFullAndBoundsPreviews(t *testing.T) {
 	awaitSeq := l.add(core.KindToolCallAwaiting, core.ToolCallAwaiting{RunID: "r1", Turn: 1, CallID: "c1", Name: "vfs_read"})
 	askSeq := l.add(core.KindToolApprovalRequested, core.ToolApprovalRequested{RunID: "r1", Turn: 1, CallID: "c1", Name: "vfs_read"})
 	decideSeq := l.add(core.KindToolApprovalDecided, core.ToolApprovalDecided{RunID: "r1", Turn: 1, CallID: "c1", Reason: "not now"})
+	warnSeq := l.add(core.KindSessionWarning, core.SessionWarning{Source: "mcp:docs", Message: "docs was down"})
 	resultBytes := "result: " + long
 	result := l.put(resultBytes, content.MediaText, "")
 	resultSeq := l.add(core.KindToolCallCompleted, core.ToolCallCompleted{RunID: "r1", Turn: 1, CallID: "c1", Status: core.CallOK, Result: result})
@@ -295,6 +296,9 @@ func TestTranscript_DisplayShowsTextInFullAndBoundsPreviews(t *testing.T) {
 	}
 	if d := bySeq[decideSeq]; d.Kind != view.DisplayApprovalDecided || d.Status != core.ApprovalDenied || d.Reason != "not now" {
 		t.Fatalf("approval decision display %+v", d)
+	}
+	if d := bySeq[warnSeq]; d.Kind != view.DisplayWarning || d.Source != "mcp:docs" || d.Message != "docs was down" {
+		t.Fatalf("warning display %+v", d)
 	}
 	if d := bySeq[resultSeq]; d.Kind != view.DisplayToolResult || d.Status != core.CallOK || d.CallID != "c1" {
 		t.Fatalf("tool result display %+v", d)

@@ -153,6 +153,8 @@ func (p *transcriptPrinter) print(ev view.TranscriptEvent) error {
 		p.line("-- cancel requested for run %s %s", d.RunID, d.Reason)
 	case view.DisplayCancelled:
 		p.line("-- run %s cancelled", d.RunID)
+	case view.DisplayWarning:
+		p.line("-- warning (%s): %s", d.Source, d.Message)
 	case view.DisplayCompactionRequested:
 		p.line("-- compaction %s requested (%s): %d entries, about %d tokens", d.CompactionID, d.Trigger, d.Count, d.EstimatedTokens)
 	case view.DisplayCompacted:

@@ -395,6 +395,8 @@ function displayBody(d) {
       return h('div', {}, 'Cancel requested', d.reason ? `: ${d.reason}` : '.');
     case 'cancelled':
       return h('div', {}, 'Run cancelled.');
+    case 'warning':
+      return h('div', { class: 'failure' }, h('strong', {}, 'Warning'), ` (${d.source || 'session'}): `, d.message || '');
     case 'compaction_requested':
       return h('div', {}, `Compaction requested (${d.trigger || 'manual'}): ${fmtInt(d.count)} entries, ≈${fmtInt(d.estimatedTokens)} tokens.`);
     case 'compacted':
