@@ -170,8 +170,11 @@ func admitOpen(s *State, c OpenSession) (Admission, error) {
 	if err != nil {
 		return Admission{}, err
 	}
+	if err := validParent(c.Parent); err != nil {
+		return Admission{}, err
+	}
 	b := s.newBatch(c.AtMs)
-	b.add(KindSessionOpened, nil, SessionOpened{SessionID: c.SessionID, Config: cfg})
+	b.add(KindSessionOpened, nil, SessionOpened{SessionID: c.SessionID, Config: cfg, Parent: c.Parent})
 	if c.Instructions != nil {
 		in := *c.Instructions
 		in.Kind, in.Key = EntryInstructions, InstructionKeyPrefix+"main"

@@ -27,6 +27,7 @@ type checkpointHead struct {
 	Format         string        `json:"format"`
 	Version        int           `json:"version"`
 	SessionID      string        `json:"sessionId"`
+	Parent         *ParentRef    `json:"parent,omitempty"`
 	Head           int64         `json:"head"`
 	Opened         bool          `json:"opened"`
 	Closed         bool          `json:"closed"`
@@ -105,7 +106,7 @@ func EncodeCheckpoint(s *State) ([]byte, error) {
 func (s *State) checkpoint() checkpoint {
 	cp := checkpoint{checkpointHead: checkpointHead{
 		Format: CheckpointFormat, Version: CheckpointVersion,
-		SessionID: s.SessionID, Head: s.Head, Opened: s.Opened, Closed: s.Closed,
+		SessionID: s.SessionID, Parent: s.Parent, Head: s.Head, Opened: s.Opened, Closed: s.Closed,
 		Config: s.Config, ConfigRevision: s.ConfigRevision, Revision: s.Revision,
 		NextEntry: s.nextEntry, Active: s.Active, Queue: s.Queue,
 		Compaction: s.Compaction, RunsSinceCompaction: s.runsSinceCompaction,
@@ -166,7 +167,7 @@ func decodeWhole(data []byte) (*State, error) {
 // state rebuilds and validates the state a checkpoint holds.
 func (cp checkpoint) state() (*State, error) {
 	s := NewState()
-	s.SessionID, s.Head, s.Opened, s.Closed = cp.SessionID, cp.Head, cp.Opened, cp.Closed
+	s.SessionID, s.Parent, s.Head, s.Opened, s.Closed = cp.SessionID, cp.Parent, cp.Head, cp.Opened, cp.Closed
 	s.Config, s.ConfigRevision, s.Revision, s.nextEntry = cp.Config, cp.ConfigRevision, cp.Revision, cp.NextEntry
 	s.entries, s.Active, s.Queue = cp.Entries, cp.Active, cp.Queue
 	s.Compaction, s.runsSinceCompaction = cp.Compaction, cp.RunsSinceCompaction

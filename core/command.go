@@ -14,6 +14,8 @@ type OpenSession struct {
 	SessionID    string
 	Config       SessionConfig
 	Instructions *EntryInput
+	// Parent is set for a sub-agent's session (see ParentRef).
+	Parent *ParentRef
 }
 
 // ChangeConfig replaces the session config (model within the same API kind, tools).

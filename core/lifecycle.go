@@ -6,7 +6,8 @@ import "encoding/json"
 // every store in the same transaction as the append that changes it.
 type Lifecycle struct {
 	SessionID     string         `json:"sessionId"`
-	Status        string         `json:"status"` // open | closed
+	Parent        *ParentRef     `json:"parent,omitempty"` // a sub-agent's session
+	Status        string         `json:"status"`           // open | closed
 	Model         ModelSelection `json:"model"`
 	CreatedAtMs   int64          `json:"createdAtMs"`
 	UpdatedAtMs   int64          `json:"updatedAtMs"`
@@ -40,7 +41,7 @@ func ProjectLifecycle(l Lifecycle, ev Event) Lifecycle {
 	case KindSessionOpened:
 		var p SessionOpened
 		if json.Unmarshal(ev.Payload, &p) == nil {
-			l.SessionID = p.SessionID
+			l.SessionID, l.Parent = p.SessionID, p.Parent
 			l.Model = p.Config.Model
 			l.Status = SessionStatusOpen
 			l.CreatedAtMs = ev.ObservedAtMs

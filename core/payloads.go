@@ -8,6 +8,7 @@ import "github.com/cairn-agents/cairn/content"
 type SessionOpened struct {
 	SessionID string        `json:"sessionId"`
 	Config    SessionConfig `json:"config"`
+	Parent    *ParentRef    `json:"parent,omitempty"`
 }
 
 type SessionConfigChanged struct {

@@ -62,7 +62,7 @@ func (s *State) apply(ev Event) error {
 		if err := sum.apply(ev); err != nil {
 			return err
 		}
-		s.SessionID, s.Opened, s.Closed, s.Config, s.ConfigRevision = sum.SessionID, sum.Opened, sum.Closed, sum.Config, sum.ConfigRevision
+		s.SessionID, s.Parent, s.Opened, s.Closed, s.Config, s.ConfigRevision = sum.SessionID, sum.Parent, sum.Opened, sum.Closed, sum.Config, sum.ConfigRevision
 	case KindContextEntriesApplied:
 		p, err := decode[ContextEntriesApplied](ev)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 // Maps are used only for lookup; everything emitted is built from slices.
 type State struct {
 	SessionID      string
+	Parent         *ParentRef // a sub-agent's session: where it was started
 	Head           int64
 	Opened         bool
 	Closed         bool

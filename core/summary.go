@@ -14,6 +14,7 @@ import (
 // session.
 type Summary struct {
 	SessionID      string
+	Parent         *ParentRef
 	Opened         bool
 	Closed         bool
 	Config         SessionConfig
@@ -24,7 +25,7 @@ type Summary struct {
 
 // Summary returns the state's summary.
 func (s *State) Summary() Summary {
-	return Summary{SessionID: s.SessionID, Opened: s.Opened, Closed: s.Closed, Config: s.Config,
+	return Summary{SessionID: s.SessionID, Parent: s.Parent, Opened: s.Opened, Closed: s.Closed, Config: s.Config,
 		ConfigRevision: s.ConfigRevision, Revision: s.Revision, Head: s.Head}
 }
 
@@ -38,7 +39,7 @@ func CheckpointSummary(data []byte) (Summary, error) {
 	if h.Format != CheckpointFormat || (h.Version != CheckpointVersion && h.Version != CheckpointChunkedVersion) {
 		return Summary{}, &CheckpointError{Reason: fmt.Sprintf("format %q version %d", h.Format, h.Version)}
 	}
-	return Summary{SessionID: h.SessionID, Opened: h.Opened, Closed: h.Closed, Config: h.Config,
+	return Summary{SessionID: h.SessionID, Parent: h.Parent, Opened: h.Opened, Closed: h.Closed, Config: h.Config,
 		ConfigRevision: h.ConfigRevision, Revision: h.Revision, Head: h.Head}, nil
 }
 
@@ -88,7 +89,7 @@ func (s *Summary) apply(ev Event) error {
 		if s.Opened {
 			return fmt.Errorf("session already opened")
 		}
-		s.Opened, s.SessionID, s.Config, s.ConfigRevision = true, p.SessionID, p.Config, 1
+		s.Opened, s.SessionID, s.Parent, s.Config, s.ConfigRevision = true, p.SessionID, p.Parent, p.Config, 1
 	case KindSessionConfigChanged:
 		p, err := decode[SessionConfigChanged](ev)
 		if err != nil {
