@@ -3,6 +3,7 @@ package assembly
 import (
 	"context"
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 
@@ -19,6 +20,7 @@ type CatalogItem struct {
 	Name        string             `json:"name"`
 	Description string             `json:"description"`
 	Model       string             `json:"model,omitempty"` // agent profiles only
+	Tools       []string           `json:"tools,omitempty"` // agent profiles only
 	Path        string             `json:"path"`            // absolute path of the file
 	Ref         content.ContentRef `json:"ref"`             // the file's bytes, frontmatter included
 }
@@ -55,6 +57,19 @@ func ReadItem(ctx context.Context, blobs blob.Store, it CatalogItem) (Frontmatte
 		return Frontmatter{}, nil, fmt.Errorf("assembly: read %s: %w", it.Path, err)
 	}
 	fm, body, err := ParseFrontmatter(data)
+	if err != nil {
+		return Frontmatter{}, nil, fmt.Errorf("assembly: %s: %w", it.Path, err)
+	}
+	return fm, body, nil
+}
+
+// ReadProfile is ReadItem for an agent profile (see ParseProfile).
+func ReadProfile(ctx context.Context, blobs blob.Store, it CatalogItem) (Frontmatter, []byte, error) {
+	data, err := blobs.Get(ctx, it.Ref.Digest)
+	if err != nil {
+		return Frontmatter{}, nil, fmt.Errorf("assembly: read %s: %w", it.Path, err)
+	}
+	fm, body, err := ParseProfile(data, it.Name+".md")
 	if err != nil {
 		return Frontmatter{}, nil, fmt.Errorf("assembly: %s: %w", it.Path, err)
 	}
@@ -102,7 +117,11 @@ func buildCatalog(ctx context.Context, blobs blob.Store, edges vfs.Edges, trees 
 				warnings = append(warnings, *w)
 				continue
 			}
-			fm, _, err := ParseFrontmatter(data)
+			parse := ParseFrontmatter
+			if k.withModel {
+				parse = func(data []byte) (Frontmatter, []byte, error) { return ParseProfile(data, path.Base(e.Path)) }
+			}
+			fm, _, err := parse(data)
 			if err != nil {
 				warnings = append(warnings, Warning{Path: abs, Message: "omitted: " + err.Error()})
 				continue
@@ -114,7 +133,7 @@ func buildCatalog(ctx context.Context, blobs blob.Store, edges vfs.Edges, trees 
 			taken[fm.Name] = abs
 			it := CatalogItem{Name: fm.Name, Description: fm.Description, Path: abs, Ref: e.Ref}
 			if k.withModel {
-				it.Model = fm.Model
+				it.Model, it.Tools = fm.Model, fm.Tools
 			}
 			items = append(items, it)
 		}

@@ -3,6 +3,7 @@ package assembly
 import (
 	"context"
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -94,7 +95,7 @@ func TestSkillCatalogDocumentAndEdges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(parsed.Items, c.Items) || !slices.Equal(parsed.Warnings, c.Warnings) || parsed.Text != c.Text || len(parsed.Warnings) != 1 {
+	if !reflect.DeepEqual(parsed.Items, c.Items) || !slices.Equal(parsed.Warnings, c.Warnings) || parsed.Text != c.Text || len(parsed.Warnings) != 1 {
 		t.Fatalf("parsed %+v\nbuilt %+v", parsed, c)
 	}
 	it, ok := parsed.Find("b")
@@ -325,5 +326,33 @@ func TestParseFrontmatter(t *testing.T) {
 		if _, _, err := ParseFrontmatter([]byte(bad)); err == nil {
 			t.Errorf("ParseFrontmatter(%q) succeeded", bad)
 		}
+	}
+}
+
+// An agent profile may leave its name to its file, and lists the tools a
+// sub-agent gets, as a list or as one string.
+func TestAgentProfiles(t *testing.T) {
+	blobs := blob.NewMemory()
+	edges := newEdges(t, blobs)
+	tr := tree(t, blobs, "/work", map[string]string{
+		".cairn/agents/reviewer.md": "---\ndescription: Reviews a file.\nmodel: small\ntools: [vfs_read_file, docs.*]\n---\nYou review.\n",
+		".cairn/agents/writer.md":   "---\nname: scribe\ndescription: Writes.\ntools: vfs_read_file, vfs_write_file\n---\nYou write.\n",
+		".cairn/agents/bad.md":      "---\ndescription: d\ntools: [1]\n---\n",
+	})
+	c, w, err := BuildAgentMenu(context.Background(), blobs, edges, []Tree{tr}, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(c); !slices.Equal(got, []string{"reviewer", "scribe"}) || len(w) != 1 {
+		t.Fatalf("names = %q, warnings %+v", got, w)
+	}
+	r, _ := c.Find("reviewer")
+	s, _ := c.Find("scribe")
+	if !slices.Equal(r.Tools, []string{"vfs_read_file", "docs.*"}) || r.Model != "small" || !slices.Equal(s.Tools, []string{"vfs_read_file", "vfs_write_file"}) {
+		t.Fatalf("reviewer %+v, scribe %+v", r, s)
+	}
+	fm, body, err := ReadProfile(context.Background(), blobs, r)
+	if err != nil || fm.Name != "reviewer" || string(body) != "You review.\n" {
+		t.Fatalf("ReadProfile = %+v %q %v", fm, body, err)
 	}
 }
