@@ -271,7 +271,7 @@ func settledSummary(sum core.Summary) SessionReadResult {
 	out := SessionReadResult{
 		SessionID: sum.SessionID, Status: core.SessionStatusOpen, Model: sum.Config.Model, Tools: slices.Clone(sum.Config.Tools),
 		ClientTools: slices.Clone(sum.Config.ClientTools), Approvals: ApprovalMap(sum.Config.Approvals),
-		ContextRevision: sum.Revision, Head: sum.Head, QueuedRuns: []RunSummary{},
+		ContextRevision: sum.Revision, Head: sum.Head, QueuedRuns: []RunSummary{}, Parent: sum.Parent,
 	}
 	if sum.Closed {
 		out.Status = core.SessionStatusClosed
@@ -280,7 +280,11 @@ func settledSummary(sum core.Summary) SessionReadResult {
 }
 
 func (s call) listSessions(ctx context.Context, p SessionListParams) (SessionListResult, error) {
-	return s.listSessionsPage(ctx, p)
+	out, err := s.listSessionsPage(ctx, p)
+	if p.ExcludeChildren {
+		out.Sessions = slices.DeleteFunc(out.Sessions, func(l core.Lifecycle) bool { return l.Parent != nil })
+	}
+	return out, err
 }
 
 // textInput describes the parts of an input: it admits the refs of its

@@ -86,6 +86,9 @@ type SessionReadResult struct {
 	// Compaction is the pending standalone compaction, if any.
 	Compaction *core.PendingCompaction `json:"compaction,omitempty"`
 	Source     *SessionSource          `json:"source,omitempty"` // lineage of a fork or clone
+	// Parent is set for a sub-agent's session: the session, run and
+	// agent_run call that started it, and its depth.
+	Parent *core.ParentRef `json:"parent,omitempty"`
 	// AsOfSeq is set when the Temporal gateway answered from the store
 	// because no worker answered the status query: the state as of that event.
 	AsOfSeq int64 `json:"asOfSeq,omitempty"`
@@ -95,6 +98,9 @@ type SessionListParams struct {
 	Before string `json:"before,omitempty"` // the previous page's cursor (newest first)
 	After  string `json:"after,omitempty"`  // a session id: list by id instead
 	Limit  int    `json:"limit,omitempty"`
+	// ExcludeChildren leaves sub-agents' sessions out of the page (a page
+	// may then hold fewer than limit; follow the cursor as usual).
+	ExcludeChildren bool `json:"excludeChildren,omitempty"`
 }
 
 type SessionListResult struct {

@@ -10,6 +10,14 @@ type ParentRef struct {
 	Depth     int    `json:"depth"`
 }
 
+// Depth is the session's depth among sub-agents: 0 without a parent.
+func (s Summary) Depth() int {
+	if s.Parent == nil {
+		return 0
+	}
+	return s.Parent.Depth
+}
+
 // validParent checks a child session's parent reference.
 func validParent(p *ParentRef) error {
 	if p == nil {

@@ -37,6 +37,8 @@ type Executor struct {
 	Pieces *provider.Pieces
 	// MCP are the MCP servers sessions may take tools from; nil means none.
 	MCP MCPServers
+	// Children runs sub-agents (agent_run); nil means the host runs none.
+	Children Children
 }
 
 // DefaultPiecesBytes bounds the Pieces a host gives its executors. It
@@ -169,7 +171,7 @@ func (x *Executor) InvokeTool(ctx context.Context, sess ToolSession, runID strin
 	if sess.MCP != nil {
 		out, err = x.invokeMCP(ctx, sess, runID, turn, call, args)
 	} else {
-		out, err = tool.Invoke(ctx, ToolEnv{SessionID: sess.ID, Files: x.sessionFS(sess.Links)}, args)
+		out, err = tool.Invoke(ctx, x.toolEnv(sess, runID, call), args)
 	}
 	if ctx.Err() != nil {
 		return res, ctx.Err()
@@ -207,21 +209,41 @@ func (x *Executor) InvokeTool(ctx context.Context, sess ToolSession, runID strin
 
 // ToolSession names the session a tool call runs for and the links its
 // config mounts at the time of the call; MCP names the MCP tool the call
-// is for, nil for any other tool.
+// is for, nil for any other tool. Config and Depth (its depth among
+// sub-agents) are for agent_run; a host that runs no sub-agents may leave
+// them out.
 type ToolSession struct {
-	ID    string
-	Links []core.Link
-	MCP   *core.MCPTool
+	ID     string
+	Links  []core.Link
+	MCP    *core.MCPTool
+	Config *core.SessionConfig
+	Depth  int
 }
 
-// ToolSessionFor is the ToolSession of a call the session's config cfg
-// lets run.
-func ToolSessionFor(sessionID string, cfg core.SessionConfig, call core.ToolCall) ToolSession {
-	s := ToolSession{ID: sessionID, Links: cfg.Links}
+// ToolSessionFor is the ToolSession of a call the session's state lets run.
+func ToolSessionFor(st *core.State, call core.ToolCall) ToolSession {
+	cfg := st.Config
+	s := ToolSession{ID: st.SessionID, Links: cfg.Links}
 	if t, ok := cfg.MCPToolFor(call.Name); ok {
 		s.MCP = &t
 	}
+	if call.Name == AgentRunTool {
+		s.Config = &cfg
+		if st.Parent != nil {
+			s.Depth = st.Parent.Depth
+		}
+	}
 	return s
+}
+
+// toolEnv is what a tool may know of the session calling it.
+func (x *Executor) toolEnv(sess ToolSession, runID string, call core.ToolCall) ToolEnv {
+	env := ToolEnv{SessionID: sess.ID, Files: x.sessionFS(sess.Links)}
+	if x.Children != nil && sess.Config != nil {
+		env.Agent = &AgentEnv{Parent: core.ParentRef{SessionID: sess.ID, RunID: runID, CallID: call.CallID, Depth: sess.Depth + 1},
+			Config: *sess.Config, Children: x.Children, Blobs: x.Blobs, Files: x.Files}
+	}
+	return env
 }
 
 func constantEntry(ref content.ContentRef, data []byte) core.EntryInput {

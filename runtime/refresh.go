@@ -30,13 +30,13 @@ type Refreshed struct {
 // does its I/O (Executor.Refresh, or an activity). Only what changed is
 // admitted, so an idle refresh appends nothing and the next request keeps
 // its prefix; a changed tool list is a config change.
-func RefreshContext(h Host, derive func(cfg core.SessionConfig) (Refreshed, error)) error {
+func RefreshContext(h Host, derive func(s core.Summary) (Refreshed, error)) error {
 	Flush(h)
 	st := h.Drive().State()
 	if !st.AtRefreshBoundary() {
 		return nil
 	}
-	derived, err := derive(st.Config)
+	derived, err := derive(st.Summary())
 	if err != nil {
 		return err
 	}
@@ -72,8 +72,8 @@ func RefreshContext(h Host, derive func(cfg core.SessionConfig) (Refreshed, erro
 // point at it. Hosts admit the result through core.RefreshEdits at the
 // refresh boundary. A link to a workspace or snapshot the universe lacks is a
 // *core.Rejection.
-func (x *Executor) Refresh(ctx context.Context, cfg core.SessionConfig) (Refreshed, error) {
-	entries, err := x.refreshFiles(ctx, cfg.Links)
+func (x *Executor) Refresh(ctx context.Context, cfg core.SessionConfig, agentMenu bool) (Refreshed, error) {
+	entries, err := x.refreshFiles(ctx, cfg.Links, agentMenu)
 	if err != nil {
 		return Refreshed{}, err
 	}
@@ -81,8 +81,10 @@ func (x *Executor) Refresh(ctx context.Context, cfg core.SessionConfig) (Refresh
 	return Refreshed{Entries: entries, MCP: mcp}, err
 }
 
-// refreshFiles derives the context material of the linked files.
-func (x *Executor) refreshFiles(ctx context.Context, links []core.Link) ([]core.EntryInput, error) {
+// refreshFiles derives the context material of the linked files; the
+// agent menu only for a session that may start sub-agents (see
+// AgentMenuAllowed).
+func (x *Executor) refreshFiles(ctx context.Context, links []core.Link, agentMenu bool) ([]core.EntryInput, error) {
 	if len(links) == 0 || x.Files == nil {
 		return nil, nil
 	}
@@ -110,9 +112,11 @@ func (x *Executor) refreshFiles(ctx context.Context, links []core.Link) ([]core.
 	if err != nil {
 		return nil, err
 	}
-	agents, _, err := assembly.BuildAgentMenu(ctx, x.Blobs, x.Files, trees, assembly.Limits{})
-	if err != nil {
-		return nil, err
+	var agents *assembly.Catalog
+	if agentMenu {
+		if agents, _, err = assembly.BuildAgentMenu(ctx, x.Blobs, x.Files, trees, assembly.Limits{}); err != nil {
+			return nil, err
+		}
 	}
 	for _, c := range []struct {
 		key string

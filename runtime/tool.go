@@ -43,6 +43,9 @@ type ToolEnv struct {
 	// workspace link reads and moves its current head); nil when the
 	// session links none or the host has no workspace store.
 	Files *vfs.FS
+	// Agent is what agent_run needs; nil when the host runs no
+	// sub-agents.
+	Agent *AgentEnv
 }
 
 // ToolOutput is what a tool hands back to the model: Content of a

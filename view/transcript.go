@@ -93,7 +93,7 @@ const (
 	DisplayEntries             = "entries"              // context.entries_applied: entries
 	DisplayInput               = "input"                // run.accepted: runId, input
 	DisplaySteering            = "steering"             // run.steering_accepted: runId, steeringId, input
-	DisplayToolCall            = "tool_call"            // tools.call_started: runId, callId, name, content (arguments, preview)
+	DisplayToolCall            = "tool_call"            // tools.call_started: runId, callId, name, content (arguments, preview); childSessionId for agent_run
 	DisplayToolResult          = "tool_result"          // tools.call_completed: runId, callId, status, content (result, preview)
 	DisplayToolAwaiting        = "tool_awaiting"        // tools.call_awaiting: runId, callId, name (the client runs it)
 	DisplayApprovalRequested   = "approval_requested"   // tools.approval_requested: runId, callId, name
@@ -111,16 +111,18 @@ const (
 // Display is an event's content projected for a reader. Kind says which of
 // the other fields are set (see the Display* constants).
 type Display struct {
-	Kind            string            `json:"kind"`
-	RunID           string            `json:"runId,omitempty"`
-	SteeringID      string            `json:"steeringId,omitempty"`
-	CompactionID    string            `json:"compactionId,omitempty"`
-	Trigger         string            `json:"trigger,omitempty"`
-	CallID          string            `json:"callId,omitempty"`
-	Name            string            `json:"name,omitempty"`
-	Status          string            `json:"status,omitempty"`
-	Reason          string            `json:"reason,omitempty"`
-	Source          string            `json:"source,omitempty"`
+	Kind         string `json:"kind"`
+	RunID        string `json:"runId,omitempty"`
+	SteeringID   string `json:"steeringId,omitempty"`
+	CompactionID string `json:"compactionId,omitempty"`
+	Trigger      string `json:"trigger,omitempty"`
+	CallID       string `json:"callId,omitempty"`
+	Name         string `json:"name,omitempty"`
+	Status       string `json:"status,omitempty"`
+	Reason       string `json:"reason,omitempty"`
+	Source       string `json:"source,omitempty"`
+	// ChildSessionID is the session an agent_run call starts.
+	ChildSessionID  string            `json:"childSessionId,omitempty"`
 	Message         string            `json:"message,omitempty"`
 	Input           []Content         `json:"input,omitempty"`
 	Content         *Content          `json:"content,omitempty"`
@@ -236,7 +238,7 @@ func ReadTranscript(ctx context.Context, log store.SessionLog, blobs BlobReader,
 	if q.After == nil && len(evs) > 0 && evs[0].Seq > 1 {
 		page.Cursor = evs[0].Seq
 	}
-	p := projector{blobs: &pageBlobs{inner: blobs}}
+	p := projector{blobs: &pageBlobs{inner: blobs}, sessionID: sessionID}
 	page.Events = make([]TranscriptEvent, len(evs))
 	for i, ev := range evs {
 		d, err := p.display(ctx, ev)
@@ -289,7 +291,10 @@ func complete(sessionID string, evs []core.Event, lo, hi int64) error {
 	return nil
 }
 
-type projector struct{ blobs BlobReader }
+type projector struct {
+	blobs     BlobReader
+	sessionID string // the session whose events these are
+}
 
 func decode[T any](ev core.Event) (T, error) {
 	var p T
@@ -344,7 +349,11 @@ func (p projector) display(ctx context.Context, ev core.Event) (*Display, error)
 			return nil, err
 		}
 		c, err := p.bounded(ctx, pl.Arguments, "")
-		return &Display{Kind: DisplayToolCall, RunID: pl.RunID, CallID: pl.CallID, Name: pl.Name, Content: &c}, err
+		d := &Display{Kind: DisplayToolCall, RunID: pl.RunID, CallID: pl.CallID, Name: pl.Name, Content: &c}
+		if pl.Name == runtime.AgentRunTool {
+			d.ChildSessionID = runtime.ChildSessionID(p.sessionID, pl.CallID)
+		}
+		return d, err
 	case core.KindToolApprovalRequested:
 		pl, err := decode[core.ToolApprovalRequested](ev)
 		return &Display{Kind: DisplayApprovalRequested, RunID: pl.RunID, CallID: pl.CallID, Name: pl.Name}, err

@@ -14,13 +14,13 @@ import (
 
 func sessionsCommand() *cobra.Command {
 	var cf clientFlags
-	var asJSON bool
+	var asJSON, noChildren bool
 	cmd := &cobra.Command{
 		Use:   "sessions",
 		Short: "List sessions",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			res, err := cf.client().ListSessions(cmd.Context(), api.SessionListParams{})
+			res, err := cf.client().ListSessions(cmd.Context(), api.SessionListParams{ExcludeChildren: noChildren})
 			if err != nil {
 				return err
 			}
@@ -42,6 +42,7 @@ func sessionsCommand() *cobra.Command {
 	}
 	cf.register(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&noChildren, "no-children", false, "leave sub-agents' sessions out")
 	return cmd
 }
 

@@ -102,13 +102,16 @@ func startHost(ctx context.Context, log store.SessionLog, blobs blob.Store, file
 // builtinTools registers the tools every server offers (the vfs_* tools),
 // then extra; a session uses the ones its config grants.
 func builtinTools(extra ...runtime.Tool) (*runtime.Tools, error) {
-	return runtime.NewTools(append(runtime.VFSTools(), extra...)...)
+	return runtime.NewTools(append(builtins(), extra...)...)
 }
+
+// builtins are the vfs_* tools and agent_run.
+func builtins() []runtime.Tool { return append(runtime.VFSTools(), runtime.AgentRun()) }
 
 // builtinToolNames are the tools a session may be granted.
 func builtinToolNames() []string {
 	var names []string
-	for _, t := range runtime.VFSTools() {
+	for _, t := range builtins() {
 		names = append(names, t.Definition().Name)
 	}
 	return names

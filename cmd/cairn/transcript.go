@@ -130,6 +130,9 @@ func (p *transcriptPrinter) print(ev view.TranscriptEvent) error {
 	case view.DisplayToolCall:
 		p.names[d.CallID] = d.Name
 		p.line("tool> %s %s", d.Name, shown(d.Content))
+		if d.ChildSessionID != "" {
+			p.line("      sub-agent session %s", d.ChildSessionID)
+		}
 	case view.DisplayToolResult:
 		name := p.names[d.CallID]
 		if name == "" {

@@ -4,20 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
 
-	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/provider"
-	"github.com/cairn-agents/cairn/runtime"
 )
-
-// staticTool is a runtime.Tool with a fixed definition.
-type staticTool struct{ def provider.Tool }
-
-func (s staticTool) Definition() provider.Tool { return s.def }
-func (s staticTool) Invoke(context.Context, runtime.ToolEnv, json.RawMessage) (runtime.ToolOutput, error) {
-	return runtime.ToolOutput{}, nil
-}
 
 // TestToolPresentationOrderIsStable: a logically equal toolset registered in
 // a different order (and with differently formatted schemas) gives the same
@@ -38,25 +29,29 @@ func TestToolPresentationOrderIsStable(t *testing.T) {
 		d.Parameters = pretty.Bytes()
 		reformatted[i] = d
 	}
-	registry := func(order []int, from []provider.Tool) *runtime.Tools {
-		var tools []runtime.Tool
+	// registry is the tools as registered, in order; the request takes
+	// them in grant order (runtime.Tools.Definitions, whose order its own
+	// test pins).
+	registry := func(order []int, from []provider.Tool) []provider.Tool {
+		var tools []provider.Tool
 		for _, i := range order {
-			tools = append(tools, staticTool{from[i]})
+			tools = append(tools, from[i])
 		}
-		r, err := runtime.NewTools(tools...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
+		return tools
 	}
 	grant := []string{"weather", "read_file", "search"}
 
 	b := newCtx(t)
 	b.instructions("instructions.main", "Use tools.")
 	b.user("q")
-	lowerWith := func(r *runtime.Tools, granted []string) []byte {
+	lowerWith := func(r []provider.Tool, granted []string) []byte {
 		req := b.request()
-		req.Tools = r.Definitions(core.SessionConfig{Tools: granted}, nil)
+		req.Tools = nil
+		for _, name := range granted {
+			if i := slices.IndexFunc(r, func(d provider.Tool) bool { return d.Name == name }); i >= 0 {
+				req.Tools = append(req.Tools, r[i])
+			}
+		}
 		body, err := Lower(context.Background(), b.blobs, req)
 		if err != nil {
 			t.Fatal(err)

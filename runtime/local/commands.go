@@ -13,6 +13,11 @@ import (
 
 // CreateSession opens a new session. An empty id gets a fresh one.
 func (h *Host) CreateSession(ctx context.Context, id string, cfg core.SessionConfig, instructions *core.EntryInput) (string, error) {
+	return h.createSession(ctx, id, cfg, instructions, nil)
+}
+
+// createSession is CreateSession for a session that may be a sub-agent's.
+func (h *Host) createSession(ctx context.Context, id string, cfg core.SessionConfig, instructions *core.EntryInput, parent *core.ParentRef) (string, error) {
 	if h.ctx.Err() != nil {
 		return "", ErrHostClosed
 	}
@@ -39,7 +44,7 @@ func (h *Host) CreateSession(ctx context.Context, id string, cfg core.SessionCon
 	}
 	h.mu.Unlock()
 	s.mu.Lock()
-	_, err = runtime.AdmitAndAppend(h.on(s), core.OpenSession{AtMs: h.nowMs(), SessionID: id, Config: cfg, Instructions: instructions})
+	_, err = runtime.AdmitAndAppend(h.on(s), core.OpenSession{AtMs: h.nowMs(), SessionID: id, Config: cfg, Instructions: instructions, Parent: parent})
 	s.mu.Unlock()
 	if registered && h.finishLoad(s, err) == nil {
 		h.release(s)
@@ -163,8 +168,8 @@ func (s *session) leaveHeld(me *heldCommand) {
 // refresh is runtime.RefreshContext with the host's executor reading the
 // links. The caller holds s.mu.
 func (h *Host) refresh(ctx context.Context, s *session) error {
-	return runtime.RefreshContext(h.on(s), func(cfg core.SessionConfig) (runtime.Refreshed, error) {
-		return h.opt.Executor.Refresh(ctx, cfg)
+	return runtime.RefreshContext(h.on(s), func(sum core.Summary) (runtime.Refreshed, error) {
+		return h.opt.Executor.Refresh(ctx, sum.Config, runtime.AgentMenuAllowed(sum.Config, sum.Depth()))
 	})
 }
 

@@ -316,7 +316,7 @@ func TestSpec_UnchangedFilesRefreshNothing(t *testing.T) {
 			}
 		}
 	})
-	if strings.Join(keys, ",") != "instructions.vfs:/work,catalog.skills,catalog.agents" {
+	if strings.Join(keys, ",") != "instructions.vfs:/work,catalog.skills" { // no agent menu without agent_run
 		t.Fatalf("derived keys %q", keys)
 	}
 }

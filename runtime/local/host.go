@@ -58,8 +58,9 @@ type Host struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
-	uses     uint64        // counts session uses: the LRU clock
-	kick     chan struct{} // asks the sweeper for a sweep now
+	uses     uint64         // counts session uses: the LRU clock
+	kick     chan struct{}  // asks the sweeper for a sweep now
+	children map[string]int // sub-agents running, by parent session
 }
 
 // New returns a host; call Start before use.
@@ -89,7 +90,11 @@ func New(opt Options) *Host {
 		opt.IdleTTL = DefaultIdleTTL
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Host{opt: opt, ctx: ctx, cancel: cancel, sessions: map[string]*session{}, kick: make(chan struct{}, 1)}
+	h := &Host{opt: opt, ctx: ctx, cancel: cancel, sessions: map[string]*session{}, kick: make(chan struct{}, 1), children: map[string]int{}}
+	if opt.Executor != nil && opt.Executor.Children == nil {
+		opt.Executor.Children = h // its agent_run calls start sessions of this host
+	}
+	return h
 }
 
 // Start stores the constant blobs, resumes every session whose last run is

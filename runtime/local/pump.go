@@ -140,7 +140,7 @@ func (h *Host) dispatchTranscribe(s *session, w core.TranscribeWork) {
 // dispatchTool runs one tool call; a failure at the runtime boundary is the
 // constant "tool failed" result the model sees.
 func (h *Host) dispatchTool(s *session, runID string, turn int, call core.ToolCall) {
-	sess := runtime.ToolSessionFor(s.id, s.drive.State().Config, call)
+	sess := runtime.ToolSessionFor(s.drive.State(), call)
 	launch(h, s, core.Work{RunID: runID, Turn: turn, CallID: call.CallID}, func(ctx context.Context) (core.ToolResult, error) {
 		return h.opt.Executor.InvokeTool(ctx, sess, runID, turn, call)
 	}, func(err error) core.ToolResult {

@@ -291,7 +291,7 @@ func (a *Activities) Refresh(ctx context.Context, in RefreshIn) (RefreshOut, err
 	}
 	x := &runtime.Executor{Blobs: st, Adapters: a.Adapters, Tools: a.Tools, Files: st, MCP: a.MCP,
 		Logger: slog.Default().With("universe", in.Universe)}
-	out, err := x.Refresh(ctx, core.SessionConfig{Links: in.Links, Tools: in.MCPGrants, MCPCatalog: in.MCPCatalog})
+	out, err := x.Refresh(ctx, core.SessionConfig{Links: in.Links, Tools: in.MCPGrants, MCPCatalog: in.MCPCatalog}, in.AgentMenu)
 	var rej *core.Rejection
 	if errors.As(err, &rej) {
 		return RefreshOut{}, temporal.NewNonRetryableApplicationError(rej.Message, rejectionPrefix+rej.Kind, nil)

@@ -181,11 +181,15 @@ type RefreshIn struct {
 	// last catalog: names and a ref, never the tools' definitions.
 	MCPGrants  []string            `json:"mcpGrants,omitempty"`
 	MCPCatalog *content.ContentRef `json:"mcpCatalog,omitempty"`
+	// AgentMenu says the session may start sub-agents, and so sees the
+	// agent menu (runtime.AgentMenuAllowed).
+	AgentMenu bool `json:"agentMenu,omitempty"`
 }
 
-// refreshIn is what the Refresh activity needs of a session's config.
-func refreshIn(universe string, cfg core.SessionConfig) RefreshIn {
-	in := RefreshIn{Universe: universe, Links: cfg.Links, MCPCatalog: cfg.MCPCatalog}
+// refreshIn is what the Refresh activity needs of a session.
+func refreshIn(universe string, sum core.Summary) RefreshIn {
+	cfg := sum.Config
+	in := RefreshIn{Universe: universe, Links: cfg.Links, MCPCatalog: cfg.MCPCatalog, AgentMenu: runtime.AgentMenuAllowed(cfg, sum.Depth())}
 	for _, g := range cfg.Tools {
 		if _, _, ok := core.MCPGrant(g); ok {
 			in.MCPGrants = append(in.MCPGrants, g)

@@ -319,7 +319,7 @@ func (s *session) dispatchTool(ctx workflow.Context, runID string, turn int, cal
 	}
 	actCtx, cancel := workflow.WithCancel(s.longActivity(ctx, 3))
 	s.inflight.Add(work, cancel)
-	sess := runtime.ToolSessionFor(s.args.SessionID, s.drive.State().Config, call)
+	sess := runtime.ToolSessionFor(s.drive.State(), call)
 	in := ToolIn{Universe: s.args.Universe, SessionID: s.args.SessionID, RunID: runID, Turn: turn, Call: call,
 		Links: sess.Links, MCP: sess.MCP}
 	workflow.Go(ctx, func(gctx workflow.Context) {
@@ -592,11 +592,11 @@ func (s *session) refresh(ctx workflow.Context) error {
 	// The main loop is woken only when the boundary was reached, as before:
 	// waking it more often would change the commands a replay issues.
 	derived := false
-	err := runtime.RefreshContext(s.on(ctx), func(cfg core.SessionConfig) (runtime.Refreshed, error) {
+	err := runtime.RefreshContext(s.on(ctx), func(sum core.Summary) (runtime.Refreshed, error) {
 		derived = true
 		var out RefreshOut
 		refreshCtx := workflow.WithRetryPolicy(s.shortActivity(ctx), temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2, MaximumAttempts: 5})
-		err := workflow.ExecuteActivity(refreshCtx, "Refresh", refreshIn(s.args.Universe, cfg)).Get(ctx, &out)
+		err := workflow.ExecuteActivity(refreshCtx, "Refresh", refreshIn(s.args.Universe, sum)).Get(ctx, &out)
 		var appErr *temporal.ApplicationError
 		if errors.As(err, &appErr) && strings.HasPrefix(appErr.Type(), rejectionPrefix) {
 			// A link the universe no longer has: the caller's mistake, typed.

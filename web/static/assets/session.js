@@ -79,7 +79,10 @@ export function sessionPage(ctx, id) {
       chip('queued', h('span', { class: 'num' }, fmtInt(info.queuedRuns?.length || 0))),
       info.source ? chip(info.source.atSeq ? 'forked from' : 'cloned from',
         h('span', {}, h('a', { class: 'mono', href: `/sessions/${encodeURIComponent(info.source.sessionId)}` }, info.source.sessionId),
-          info.source.atSeq ? h('span', { class: 'quiet num' }, ` at ${fmtInt(info.source.atSeq)}`) : null)) : null]);
+          info.source.atSeq ? h('span', { class: 'quiet num' }, ` at ${fmtInt(info.source.atSeq)}`) : null)) : null,
+      info.parent ? chip('sub-agent of',
+        h('span', {}, h('a', { class: 'mono', href: `/sessions/${encodeURIComponent(info.parent.sessionId)}` }, info.parent.sessionId),
+          h('span', { class: 'quiet mono' }, ` ${info.parent.callId}`))) : null]);
   }
 
   page.onEvents((events) => {

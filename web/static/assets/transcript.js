@@ -376,8 +376,10 @@ function displayBody(d) {
       return (d.input || []).map((c) => contentBlock(c, 'run input'));
     case 'steering':
       return (d.input || []).map((c) => contentBlock(c, 'steering', [h('span', { class: 'tag mono' }, d.steeringId)]));
-    case 'tool_call':
-      return d.content ? contentBlock(d.content, 'tool call', [h('span', { class: 'tag mono' }, d.name), h('span', { class: 'tag mono quiet' }, d.callId)]) : h('span', {}, d.name);
+    case 'tool_call': {
+      const child = d.childSessionId ? h('a', { class: 'tag mono', href: `/sessions/${encodeURIComponent(d.childSessionId)}`, title: 'the sub-agent\'s session' }, 'sub-agent session') : null;
+      return d.content ? contentBlock(d.content, 'tool call', [h('span', { class: 'tag mono' }, d.name), h('span', { class: 'tag mono quiet' }, d.callId), child]) : h('span', {}, d.name, child ? [' ', child] : null);
+    }
     case 'approval_requested':
       return h('div', {}, 'Waiting for approval to run ', h('span', { class: 'tag mono' }, d.name), ' ', h('span', { class: 'tag mono quiet' }, d.callId), '.');
     case 'approval_decided':

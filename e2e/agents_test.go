@@ -1,0 +1,139 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cairn-agents/cairn/api"
+	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/runtime"
+)
+
+// A sub-agent through `cairn serve`: the model calls agent_run with the
+// reviewer profile of the linked workspace; the child session runs (its
+// model call is in flight when the server is SIGKILLed and restarted on
+// the same data); both resume, the child's answer is the call's result,
+// and the parent's run completes. The child's session/read names its
+// parent, session/list can leave it out, and the parent's transcript
+// links to it.
+func TestE2E_SubAgentSurvivesAKill(t *testing.T) {
+	var mu sync.Mutex
+	var parentBodies [][]byte
+	childCalls := 0
+	childSeen := make(chan struct{}, 4)
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		if bytes.Contains(body, []byte("You review files")) { // the child
+			mu.Lock()
+			childCalls++
+			first := childCalls == 1
+			mu.Unlock()
+			childSeen <- struct{}{}
+			if first { // in flight until the server dies
+				<-r.Context().Done()
+				return
+			}
+			_, _ = io.WriteString(w, textResponse("chatcmpl-c", "LGTM: the draft is fine."))
+			return
+		}
+		mu.Lock()
+		parentBodies = append(parentBodies, body)
+		mu.Unlock()
+		if bytes.Contains(body, []byte("LGTM: the draft is fine.")) {
+			_, _ = io.WriteString(w, textResponse("chatcmpl-p2", "The reviewer approved it."))
+			return
+		}
+		_, _ = io.WriteString(w, toolCallResponse("chatcmpl-p1", "call_1", runtime.AgentRunTool, `{"agent":"reviewer","input":"Review /work/draft.md"}`))
+	}))
+	t.Cleanup(fake.Close)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "providers.json")
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, `{"providers":{"fake":{"baseUrl":%q,"apiKeyEnv":"FAKE_CHAT_KEY"}}}`, fake.URL+"/v1"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, "data")
+	srv := startServe(t, data, cfg, fakeKey)
+	c := srv.client()
+	ctx := context.Background()
+	if _, err := c.CreateWorkspace(ctx, api.WorkspaceCreateParams{Workspace: "team"}); err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{
+		".cairn/agents/reviewer.md": "---\ndescription: Reviews a file.\ntools: [vfs_read_file]\n---\nYou review files and answer LGTM or a list of problems.\n",
+		"draft.md":                  "# Draft\n",
+	} {
+		if _, err := c.WriteFile(ctx, api.FileWriteParams{Workspace: "team", Path: name, Data: []byte(text)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	created, err := c.CreateSession(ctx, api.CreateSessionParams{Model: fakeModel(), Tools: []string{runtime.AgentRunTool, "vfs_read_file"},
+		Links: []api.LinkParam{{Mount: "/work", Workspace: "team"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := created.SessionID
+	run, err := c.StartRun(ctx, api.RunStartParams{SessionID: sid, Input: textInput("Get /work/draft.md reviewed.")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-childSeen:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the sub-agent never called the model")
+	}
+	srv.kill(t)
+	srv = startServe(t, data, cfg, fakeKey)
+	c = srv.client()
+	if got := waitRun(t, c, sid, run.RunID); got.Status != core.StatusCompleted || got.Output == nil || got.Output.VisibleText() != "The reviewer approved it." {
+		t.Fatalf("parent run = %s", mustJSON(t, got))
+	}
+	mu.Lock()
+	first := parentBodies[0]
+	calls := childCalls
+	mu.Unlock()
+	if calls != 2 || !bytes.Contains(first, []byte("- reviewer: Reviews a file.")) {
+		t.Fatalf("child model calls %d (want 2: before and after the kill); the parent's first request:\n%s", calls, first)
+	}
+
+	child := runtime.ChildSessionID(sid, "call_1")
+	read, err := c.ReadSession(ctx, child)
+	if err != nil || read.Parent == nil || read.Parent.SessionID != sid || read.Parent.RunID != run.RunID || read.Parent.CallID != "call_1" {
+		t.Fatalf("the child's session/read: %s, %v", mustJSON(t, read), err)
+	}
+	all, err := c.ListSessions(ctx, api.SessionListParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, err := c.ListSessions(ctx, api.SessionListParams{ExcludeChildren: true})
+	if err != nil || len(all.Sessions) != 2 || len(top.Sessions) != 1 || top.Sessions[0].SessionID != sid {
+		t.Fatalf("session/list: all %d, without children %+v (%v)", len(all.Sessions), top.Sessions, err)
+	}
+	tr, err := c.ReadTranscript(ctx, api.TranscriptReadParams{SessionID: sid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	linked := false
+	for _, ev := range tr.Events {
+		if ev.Display != nil && ev.Display.ChildSessionID == child {
+			linked = true
+		}
+	}
+	if !linked {
+		t.Fatalf("the parent's transcript does not link to %s", child)
+	}
+	out, err := runCairn(t, nil, "transcript", "--addr", srv.addr, sid)
+	if err != nil || !strings.Contains(out, "sub-agent session "+child) {
+		t.Fatalf("cairn transcript: %v\n%s", err, out)
+	}
+}
