@@ -14,8 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/cairn-agents/cairn/api"
 	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/internal/mcptest"
 	"github.com/cairn-agents/cairn/runtime"
 )
 
@@ -135,5 +138,57 @@ func TestE2E_SubAgentSurvivesAKill(t *testing.T) {
 	out, err := runCairn(t, nil, "transcript", "--addr", srv.addr, sid)
 	if err != nil || !strings.Contains(out, "sub-agent session "+child) {
 		t.Fatalf("cairn transcript: %v\n%s", err, out)
+	}
+}
+
+// On Temporal: the parent's agent_run starts the child as its own session
+// workflow (from the worker's InvokeTool activity), the child calls an MCP
+// tool through the worker, and its answer is the parent's call result.
+func TestE2E_TemporalSubAgentCallsAnMCPTool(t *testing.T) {
+	docs := httptest.NewServer(mcptest.HTTPHandler(func() *mcp.Server { return mcptest.NewServer() }, ""))
+	t.Cleanup(docs.Close)
+	fake := newFakeChat(t, fakeKey)
+	fake.script(
+		fakeStep{body: toolCallResponse("chatcmpl-p1", "call_1", runtime.AgentRunTool, `{"agent":"echoer","input":"Echo hi."}`)},
+		fakeStep{body: toolCallResponse("chatcmpl-c1", "call_c1", "docs__echo", `{"text":"hi"}`)},
+		fakeStep{body: textResponse("chatcmpl-c2", "The tool said: echo: hi")},
+		fakeStep{body: textResponse("chatcmpl-p2", "The sub-agent reports: echo: hi")},
+	)
+	d := newTemporalDeployment(t, fake)
+	addMCPServers(t, d.config, fmt.Sprintf(`{"docs":{"url":%q}}`, docs.URL))
+	d.startWorker(t, "worker-1", cairnBin)
+	c := d.client()
+	ctx := context.Background()
+	if _, err := c.CreateWorkspace(ctx, api.WorkspaceCreateParams{Workspace: "team"}); err != nil {
+		t.Fatal(err)
+	}
+	profile := "---\ndescription: Echoes with the docs server.\ntools: [docs.echo]\n---\nYou echo texts with the echo tool.\n"
+	if _, err := c.WriteFile(ctx, api.FileWriteParams{Workspace: "team", Path: ".cairn/agents/echoer.md", Data: []byte(profile)}); err != nil {
+		t.Fatal(err)
+	}
+	created, err := c.CreateSession(ctx, api.CreateSessionParams{Model: fakeModel(), Tools: []string{runtime.AgentRunTool, "docs.echo"},
+		Links: []api.LinkParam{{Mount: "/work", Workspace: "team"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := c.StartRun(ctx, api.RunStartParams{SessionID: created.SessionID, Input: textInput("Have the echoer echo hi.")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := waitRun(t, c, created.SessionID, run.RunID); got.Status != core.StatusCompleted || got.Output == nil || got.Output.VisibleText() != "The sub-agent reports: echo: hi" {
+		t.Fatalf("parent run = %s", mustJSON(t, got))
+	}
+	reqs := fake.bodies()
+	if len(reqs) != 4 || !bytes.Contains(reqs[1], []byte(`"name":"docs__echo"`)) || !bytes.Contains(reqs[2], []byte(`"content":"echo: hi"`)) ||
+		!bytes.Contains(reqs[3], []byte(`"tool_call_id":"call_1","content":"The tool said: echo: hi"`)) {
+		t.Fatalf("requests:\n%s", bytes.Join(reqs, []byte("\n")))
+	}
+	child := runtime.ChildSessionID(created.SessionID, "call_1")
+	read, err := c.ReadSession(ctx, child)
+	if err != nil || read.Parent == nil || read.Parent.SessionID != created.SessionID || read.Parent.CallID != "call_1" {
+		t.Fatalf("the child's session/read: %s, %v", mustJSON(t, read), err)
+	}
+	if types := d.activityTypes(t, child); len(types) == 0 {
+		t.Fatal("the child has no workflow of its own")
 	}
 }

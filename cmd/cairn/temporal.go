@@ -48,7 +48,7 @@ func (h temporalHost) SessionStatus(ctx context.Context, sessionID string) (api.
 		return api.SessionReadResult{}, err
 	}
 	out := api.SessionReadResult{SessionID: st.SessionID, Status: core.SessionStatusOpen, Model: st.Model, Tools: st.Tools, ClientTools: st.ClientTools, Approvals: api.ApprovalMap(st.Approvals),
-		ContextRevision: st.ContextRevision, Head: st.Head, QueuedRuns: []api.RunSummary{}, Compaction: st.Compaction, AsOfSeq: st.AsOfSeq}
+		ContextRevision: st.ContextRevision, Head: st.Head, QueuedRuns: []api.RunSummary{}, Compaction: st.Compaction, AsOfSeq: st.AsOfSeq, Parent: st.Parent}
 	if st.Closed {
 		out.Status = core.SessionStatusClosed
 	}
@@ -125,6 +125,7 @@ func runWorker(ctx context.Context, cmd *cobra.Command, o serveOptions, tf tempo
 	}
 	defer closeMCP()
 	acts.MCP = mcp
+	acts.Client, acts.Queue = c, tf.queue
 	w := temporal.NewWorker(c, tf.queue, acts)
 	if err := w.Start(); err != nil {
 		return err

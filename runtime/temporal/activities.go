@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/cairn-agents/cairn/blob"
@@ -45,6 +46,10 @@ type Activities struct {
 	Transcriber runtime.Transcriber
 	// MCP are the MCP servers sessions may take tools from (nil: none).
 	MCP runtime.MCPServers
+	// Client and Queue start sub-agents' session workflows (agent_run);
+	// without a client, agent_run answers that sub-agents cannot run.
+	Client client.Client
+	Queue  string
 }
 
 // NewActivities returns the activities over stores, adapters and tools.
@@ -314,7 +319,10 @@ func (a *Activities) InvokeTool(ctx context.Context, in ToolIn) (*core.ToolResul
 	defer stop()
 	x := &runtime.Executor{Blobs: st, Adapters: a.Adapters, Tools: a.Tools, Files: st, MCP: a.MCP,
 		Logger: slog.Default().With("universe", in.Universe)}
-	res, err := x.InvokeTool(ctx, runtime.ToolSession{ID: in.SessionID, Links: in.Links, MCP: in.MCP}, in.RunID, in.Turn, in.Call)
+	if a.Client != nil {
+		x.Children = activityChildren{g: NewGateway(a.Client, a.Queue, in.Universe, st, SessionArgs{})}
+	}
+	res, err := x.InvokeTool(ctx, runtime.ToolSession{ID: in.SessionID, Links: in.Links, MCP: in.MCP, Config: in.Config, Depth: in.Depth}, in.RunID, in.Turn, in.Call)
 	if err != nil {
 		return nil, err
 	}

@@ -137,6 +137,7 @@ type SubmitResult struct {
 // Status is what the status query answers, from the workflow's state.
 type Status struct {
 	SessionID       string              `json:"sessionId"`
+	Parent          *core.ParentRef     `json:"parent,omitempty"` // a sub-agent's session
 	Closed          bool                `json:"closed"`
 	Model           core.ModelSelection `json:"model"`
 	Tools           []string            `json:"tools,omitempty"`
@@ -160,7 +161,7 @@ type Status struct {
 // the gateway's answer from the store. The pending compaction is reported
 // without its entry ids (they can be many).
 func statusOf(st *core.State) Status {
-	out := Status{SessionID: st.SessionID, Closed: st.Closed, Model: st.Config.Model, Tools: st.Config.Tools, ClientTools: st.Config.ClientTools, Approvals: st.Config.Approvals,
+	out := Status{SessionID: st.SessionID, Parent: st.Parent, Closed: st.Closed, Model: st.Config.Model, Tools: st.Config.Tools, ClientTools: st.Config.ClientTools, Approvals: st.Config.Approvals,
 		ContextRevision: st.Revision, Head: st.Head, ActiveRun: st.Active, Queued: append([]string{}, st.Queue...)}
 	if r := st.ActiveRun(); r != nil {
 		out.ActiveRunStatus = r.ShownStatus()
@@ -306,4 +307,8 @@ type ToolIn struct {
 	Links []core.Link `json:"links,omitempty"`
 	// MCP names the MCP tool the call is for; nil for any other tool.
 	MCP *core.MCPTool `json:"mcp,omitempty"`
+	// Config and Depth are the session's config and its depth among
+	// sub-agents, for an agent_run call only.
+	Config *core.SessionConfig `json:"config,omitempty"`
+	Depth  int                 `json:"depth,omitempty"`
 }

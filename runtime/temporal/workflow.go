@@ -317,11 +317,17 @@ func (s *session) dispatchTool(ctx workflow.Context, runID string, turn int, cal
 	if s.inflight.Get(key) != nil {
 		return
 	}
-	actCtx, cancel := workflow.WithCancel(s.longActivity(ctx, 3))
+	opts := s.longActivity(ctx, 3)
+	if call.Name == runtime.AgentRunTool {
+		// A sub-agent's run may take hours; the activity heartbeats while
+		// it waits, so a dead worker is still noticed in seconds.
+		opts = workflow.WithStartToCloseTimeout(opts, 24*time.Hour)
+	}
+	actCtx, cancel := workflow.WithCancel(opts)
 	s.inflight.Add(work, cancel)
 	sess := runtime.ToolSessionFor(s.drive.State(), call)
 	in := ToolIn{Universe: s.args.Universe, SessionID: s.args.SessionID, RunID: runID, Turn: turn, Call: call,
-		Links: sess.Links, MCP: sess.MCP}
+		Links: sess.Links, MCP: sess.MCP, Config: sess.Config, Depth: sess.Depth}
 	workflow.Go(ctx, func(gctx workflow.Context) {
 		var res core.ToolResult
 		if err := workflow.ExecuteActivity(actCtx, "InvokeTool", in).Get(gctx, &res); err != nil {
