@@ -106,8 +106,13 @@ func (f *fakeChat) serve(w http.ResponseWriter, r *http.Request) {
 	f.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	if tool, ok := strings.CutPrefix(reply, callPrefix); ok {
-		fmt.Fprintf(w, `{"id":"chatcmpl-%d","object":"chat.completion","created":1764720000,"model":"fake-model","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_%d","type":"function","function":{"name":%q,"arguments":"{\"path\":\"/\"}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`,
-			n, n, tool)
+		tool, args, _ := strings.Cut(tool, "|")
+		if args == "" {
+			args = `{"path":"/"}`
+		}
+		quoted, _ := json.Marshal(args)
+		fmt.Fprintf(w, `{"id":"chatcmpl-%d","object":"chat.completion","created":1764720000,"model":"fake-model","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_%d","type":"function","function":{"name":%q,"arguments":%s}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`,
+			n, n, tool, quoted)
 		return
 	}
 	text, _ := json.Marshal(reply)
@@ -126,7 +131,7 @@ func (f *fakeChat) serve(w http.ResponseWriter, r *http.Request) {
 const refusePrefix = "REFUSE:"
 
 // callPrefix makes a reply a call of the tool named after it, with
-// arguments {"path":"/"}.
+// arguments {"path":"/"}, or the JSON after a "|": "CALL:name|{...}".
 const callPrefix = "CALL:"
 
 type instance struct {
@@ -172,7 +177,7 @@ func newInstance(t *testing.T, opt instanceOptions) *instance {
 		opt.seed(ctx, st)
 	}
 	fc := newFakeChat(t)
-	tools, err := runtime.NewTools(runtime.VFSTools()...)
+	tools, err := runtime.NewTools(append(runtime.VFSTools(), runtime.AgentRun())...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/cairn-agents/cairn/api"
+	"github.com/cairn-agents/cairn/runtime"
 	"github.com/cairn-agents/cairn/store/sqlite"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
@@ -258,5 +260,51 @@ func TestRefusalIsMarked(t *testing.T) {
 	tb.wait(`document.querySelector('#runs details.run[open] .label.refusal')`)
 	if out := eval[string](tb, `document.querySelector('#runs details.run[open] .run-output').textContent`); out != "I can't help with that." {
 		t.Errorf("the runs panel shows output %q", out)
+	}
+}
+
+// The inspector links a parent's agent_run call to the sub-agent's
+// session, and the sub-agent's page back to its parent.
+func TestSubAgentSessionsAreLinked(t *testing.T) {
+	t.Parallel()
+	in := newInstance(t, instanceOptions{})
+	ctx := context.Background()
+	if _, err := in.client.CreateWorkspace(ctx, api.WorkspaceCreateParams{Workspace: "team"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := in.client.WriteFile(ctx, api.FileWriteParams{Workspace: "team", Path: ".cairn/agents/reviewer.md",
+		Data: []byte("---\ndescription: Reviews.\n---\nYou review.\n")}); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	parentCalls := 0
+	in.chat.setReply(func(user string) string {
+		if user == "Review it" {
+			return "LGTM"
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if parentCalls++; parentCalls == 1 {
+			return callPrefix + `agent_run|{"agent":"reviewer","input":"Review it"}`
+		}
+		return "Reviewed."
+	})
+	if _, err := in.client.CreateSession(ctx, api.CreateSessionParams{SessionID: "p", Model: fakeModel, Tools: []string{runtime.AgentRunTool},
+		Links: []api.LinkParam{{Mount: "/work", Workspace: "team"}}}); err != nil {
+		t.Fatal(err)
+	}
+	in.runToEnd(t, "p", "Get it reviewed")
+	child := runtime.ChildSessionID("p", "call_1")
+
+	tb := newTab(t)
+	tb.open(in.url + "/sessions/p")
+	tb.wait(`document.querySelector('#events[data-ready="1"]')`)
+	link := `#events a[href="/sessions/` + child + `"]`
+	tb.wait(`document.querySelector('` + link + `')`)
+	tb.click(link)
+	tb.wait(`location.pathname === '/sessions/` + child + `' && document.querySelector('#events[data-ready="1"]')`)
+	tb.wait(`document.querySelector('a[href="/sessions/p"]')`)
+	if text := eval[string](tb, `document.getElementById('events').innerText`); !strings.Contains(text, "LGTM") {
+		t.Errorf("the sub-agent's transcript lacks its answer: %q", text)
 	}
 }
