@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -28,7 +27,10 @@ const (
 	// MaxAgentDepth is how deep sub-agents nest: a session's child is at
 	// depth 1.
 	MaxAgentDepth = 3
-	// MaxChildren is how many sub-agents of one session run at once.
+	// MaxChildren is how many sub-agents of one session run at once: the
+	// first MaxChildren agent_run calls of a turn run, later ones get an
+	// error result (a turn's calls run together, and a session has one
+	// turn at a time).
 	MaxChildren = 4
 )
 
@@ -59,18 +61,13 @@ type ChildResult struct {
 	Error     *core.Failure
 }
 
-// ChildLimitError is a session that already runs MaxChildren sub-agents.
-type ChildLimitError struct{ Limit int }
-
-func (e *ChildLimitError) Error() string {
-	return fmt.Sprintf("this session already runs %d sub-agents at once; wait for one to finish", e.Limit)
-}
-
 // AgentEnv is what agent_run needs of its call beyond its arguments.
 type AgentEnv struct {
 	// Parent names this call as the child's parent; its Depth is the
 	// child's.
-	Parent   core.ParentRef
+	Parent core.ParentRef
+	// Slot is how many agent_run calls came before this one in its turn.
+	Slot     int
 	Config   core.SessionConfig // the calling session's
 	Children Children
 	Blobs    blob.Store
@@ -126,6 +123,9 @@ func (agentRun) Invoke(ctx context.Context, env ToolEnv, args json.RawMessage) (
 	if a.Parent.Depth > MaxAgentDepth {
 		return refuse("Sub-agents nest at most %d deep; this one would be at depth %d.", MaxAgentDepth, a.Parent.Depth)
 	}
+	if a.Slot >= MaxChildren {
+		return refuse("At most %d sub-agents run at once; this was agent_run call %d of one turn, and it did not run. Call it again after the others have answered.", MaxChildren, a.Slot+1)
+	}
 	item, ok, names, err := findProfile(ctx, a, in.Agent)
 	if err != nil {
 		return ToolOutput{}, err
@@ -139,11 +139,7 @@ func (agentRun) Invoke(ctx context.Context, env ToolEnv, args json.RawMessage) (
 	}
 	res, err := a.Children.RunChild(ctx, ChildRun{SessionID: ChildSessionID(a.Parent.SessionID, a.Parent.CallID), Parent: a.Parent,
 		Config: childConfig(a.Config, fm), Instructions: string(body), Input: in.Input})
-	var limit *ChildLimitError
-	switch {
-	case errors.As(err, &limit):
-		return refuse("%s", limit.Error())
-	case err != nil:
+	if err != nil {
 		return ToolOutput{}, err
 	}
 	switch res.Status {

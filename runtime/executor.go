@@ -218,6 +218,9 @@ type ToolSession struct {
 	MCP    *core.MCPTool
 	Config *core.SessionConfig
 	Depth  int
+	// AgentSlot is how many agent_run calls the model made before this
+	// one in the same turn: the calls of a turn run at once.
+	AgentSlot int
 }
 
 // ToolSessionFor is the ToolSession of a call the session's state lets run.
@@ -232,6 +235,16 @@ func ToolSessionFor(st *core.State, call core.ToolCall) ToolSession {
 		if st.Parent != nil {
 			s.Depth = st.Parent.Depth
 		}
+		if r := st.ActiveRun(); r != nil && r.Turn != nil {
+			for _, c := range r.Turn.Calls {
+				if c.CallID == call.CallID {
+					break
+				}
+				if c.Name == AgentRunTool {
+					s.AgentSlot++
+				}
+			}
+		}
 	}
 	return s
 }
@@ -241,7 +254,7 @@ func (x *Executor) toolEnv(sess ToolSession, runID string, call core.ToolCall) T
 	env := ToolEnv{SessionID: sess.ID, Files: x.sessionFS(sess.Links)}
 	if x.Children != nil && sess.Config != nil {
 		env.Agent = &AgentEnv{Parent: core.ParentRef{SessionID: sess.ID, RunID: runID, CallID: call.CallID, Depth: sess.Depth + 1},
-			Config: *sess.Config, Children: x.Children, Blobs: x.Blobs, Files: x.Files}
+			Slot: sess.AgentSlot, Config: *sess.Config, Children: x.Children, Blobs: x.Blobs, Files: x.Files}
 	}
 	return env
 }

@@ -194,3 +194,43 @@ func entryTextContains(t *testing.T, e *env, entries []core.Entry, s string) boo
 	}
 	return false
 }
+
+// The first runtime.MaxChildren agent_run calls of a turn run at once;
+// a later one gets an error result and starts nothing.
+func TestAgents_ChildrenAtOnceAreBounded(t *testing.T) {
+	e := agentEnv(t, func(ctx context.Context, n int, blobs blob.Store, req provider.Request) (provider.Output, error) {
+		if strings.Contains(req.SessionID, ".sub-") {
+			return answer(ctx, blobs, "LGTM")
+		}
+		if n > 0 && len(req.Entries) > 0 && req.Entries[len(req.Entries)-1].Kind == core.EntryToolResult {
+			return answer(ctx, blobs, "done")
+		}
+		var out provider.Output
+		for i := range runtime.MaxChildren + 1 {
+			one, err := agentCall(ctx, blobs, "call_"+string(rune('a'+i)), "reviewer", "Review /work/draft.md")
+			if err != nil {
+				return out, err
+			}
+			out.Finish = one.Finish
+			out.Entries = append(out.Entries, one.Entries...)
+			out.ToolCalls = append(out.ToolCalls, one.ToolCalls...)
+		}
+		return out, nil
+	})
+	e.createAgentParent("p", runtime.AgentRunTool)
+	if r := e.waitRun("p", e.startRun("p", "Get five reviews.")); r.Status != core.StatusCompleted {
+		t.Fatalf("parent run %s", r.Status)
+	}
+	got := e.toolOutputs("p")
+	if len(got) != runtime.MaxChildren+1 || !strings.Contains(got[runtime.MaxChildren], "At most 4 sub-agents run at once") {
+		t.Fatalf("results %q", got)
+	}
+	for _, out := range got[:runtime.MaxChildren] {
+		if out != "LGTM" {
+			t.Fatalf("results %q: the first %d calls should have run", got, runtime.MaxChildren)
+		}
+	}
+	if _, err := e.log.Session(context.Background(), runtime.ChildSessionID("p", "call_e")); err == nil {
+		t.Fatal("the call past the bound started a child session")
+	}
+}

@@ -12,13 +12,8 @@ import (
 var _ runtime.Children = (*Host)(nil)
 
 // RunChild implements runtime.Children with runtime.RunChildOn: the child
-// is a session of this host. A session runs at most runtime.MaxChildren
-// children at once.
+// is a session of this host.
 func (h *Host) RunChild(ctx context.Context, c runtime.ChildRun) (runtime.ChildResult, error) {
-	if !h.holdChild(c.Parent.SessionID) {
-		return runtime.ChildResult{}, &runtime.ChildLimitError{Limit: runtime.MaxChildren}
-	}
-	defer h.dropChild(c.Parent.SessionID)
 	return runtime.RunChildOn(ctx, childHost{h}, c)
 }
 
@@ -51,22 +46,3 @@ func (h childHost) Changed(ctx context.Context, sessionID string) (<-chan struct
 }
 
 func (h childHost) Stopping() bool { return h.ctx.Err() != nil }
-
-// holdChild counts a running child of parent, if it has room for one.
-func (h *Host) holdChild(parent string) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.children[parent] >= runtime.MaxChildren {
-		return false
-	}
-	h.children[parent]++
-	return true
-}
-
-func (h *Host) dropChild(parent string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.children[parent]--; h.children[parent] <= 0 {
-		delete(h.children, parent)
-	}
-}

@@ -58,9 +58,8 @@ type Host struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
-	uses     uint64         // counts session uses: the LRU clock
-	kick     chan struct{}  // asks the sweeper for a sweep now
-	children map[string]int // sub-agents running, by parent session
+	uses     uint64        // counts session uses: the LRU clock
+	kick     chan struct{} // asks the sweeper for a sweep now
 }
 
 // New returns a host; call Start before use.
@@ -90,7 +89,7 @@ func New(opt Options) *Host {
 		opt.IdleTTL = DefaultIdleTTL
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &Host{opt: opt, ctx: ctx, cancel: cancel, sessions: map[string]*session{}, kick: make(chan struct{}, 1), children: map[string]int{}}
+	h := &Host{opt: opt, ctx: ctx, cancel: cancel, sessions: map[string]*session{}, kick: make(chan struct{}, 1)}
 	if opt.Executor != nil && opt.Executor.Children == nil {
 		opt.Executor.Children = h // its agent_run calls start sessions of this host
 	}

@@ -322,7 +322,7 @@ func (a *Activities) InvokeTool(ctx context.Context, in ToolIn) (*core.ToolResul
 	if a.Client != nil {
 		x.Children = activityChildren{g: NewGateway(a.Client, a.Queue, in.Universe, st, SessionArgs{})}
 	}
-	res, err := x.InvokeTool(ctx, runtime.ToolSession{ID: in.SessionID, Links: in.Links, MCP: in.MCP, Config: in.Config, Depth: in.Depth}, in.RunID, in.Turn, in.Call)
+	res, err := x.InvokeTool(ctx, runtime.ToolSession{ID: in.SessionID, Links: in.Links, MCP: in.MCP, Config: in.Config, Depth: in.Depth, AgentSlot: in.AgentSlot}, in.RunID, in.Turn, in.Call)
 	if err != nil {
 		return nil, err
 	}

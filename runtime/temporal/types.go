@@ -309,6 +309,7 @@ type ToolIn struct {
 	MCP *core.MCPTool `json:"mcp,omitempty"`
 	// Config and Depth are the session's config and its depth among
 	// sub-agents, for an agent_run call only.
-	Config *core.SessionConfig `json:"config,omitempty"`
-	Depth  int                 `json:"depth,omitempty"`
+	Config    *core.SessionConfig `json:"config,omitempty"`
+	Depth     int                 `json:"depth,omitempty"`
+	AgentSlot int                 `json:"agentSlot,omitempty"`
 }
