@@ -192,3 +192,96 @@ func TestE2E_TemporalSubAgentCallsAnMCPTool(t *testing.T) {
 		t.Fatal("the child has no workflow of its own")
 	}
 }
+
+// On Temporal, the worker running both the parent's agent_run call and
+// the child's model call is SIGKILLed; another worker resumes both (the
+// call's retry finds the child and its run), and the parent completes
+// with the child's answer. Then cancelling a parent's run cancels its
+// child's.
+func TestE2E_TemporalSubAgentSurvivesItsWorker(t *testing.T) {
+	fake := newFakeChat(t, fakeKey)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	held := make(chan struct{}, 8)
+	var mu sync.Mutex
+	childCalls := 0
+	fake.respondWith(func(_ int, body []byte) fakeStep {
+		switch {
+		case bytes.Contains(body, []byte("You review files")): // a child
+			mu.Lock()
+			childCalls++
+			n := childCalls
+			mu.Unlock()
+			if n == 1 || bytes.Contains(body, []byte("Hold on")) {
+				held <- struct{}{}
+				return fakeStep{body: textResponse("chatcmpl-held", "late"), release: release}
+			}
+			return fakeStep{body: textResponse("chatcmpl-c", "LGTM")}
+		case bytes.Contains(body, []byte("Hold on")): // the second run's
+			return fakeStep{body: toolCallResponse("chatcmpl-h1", "call_h", runtime.AgentRunTool, `{"agent":"reviewer","input":"Hold on"}`)}
+		case bytes.Contains(body, []byte(`"tool_call_id":"call_1"`)):
+			return fakeStep{body: textResponse("chatcmpl-p2", "Reviewed: LGTM")}
+		}
+		return fakeStep{body: toolCallResponse("chatcmpl-p1", "call_1", runtime.AgentRunTool, `{"agent":"reviewer","input":"Review /work/draft.md"}`)}
+	})
+	d := newTemporalDeployment(t, fake, "--heartbeat-timeout", "3s")
+	w1 := d.startWorker(t, "worker-1", cairnBin)
+	c := d.client()
+	ctx := context.Background()
+	if _, err := c.CreateWorkspace(ctx, api.WorkspaceCreateParams{Workspace: "team"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WriteFile(ctx, api.FileWriteParams{Workspace: "team", Path: ".cairn/agents/reviewer.md",
+		Data: []byte("---\ndescription: Reviews a file.\n---\nYou review files.\n")}); err != nil {
+		t.Fatal(err)
+	}
+	created, err := c.CreateSession(ctx, api.CreateSessionParams{Model: fakeModel(), Tools: []string{runtime.AgentRunTool},
+		Links: []api.LinkParam{{Mount: "/work", Workspace: "team"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := created.SessionID
+	run, err := c.StartRun(ctx, api.RunStartParams{SessionID: sid, Input: textInput("Get /work/draft.md reviewed.")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-held:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the sub-agent never called the model")
+	}
+	w1.kill(t)
+	d.startWorker(t, "worker-2", cairnBin)
+	if got := waitRun(t, c, sid, run.RunID); got.Status != core.StatusCompleted || got.Output == nil || got.Output.VisibleText() != "Reviewed: LGTM" {
+		t.Fatalf("parent run = %s", mustJSON(t, got))
+	}
+
+	// Cancelling the parent's run cancels the child's.
+	second, err := c.StartRun(ctx, api.RunStartParams{SessionID: sid, Input: textInput("Hold on")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-held:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the second sub-agent never called the model")
+	}
+	if _, err := c.CancelRun(ctx, sid, second.RunID); err != nil {
+		t.Fatal(err)
+	}
+	if got := waitRun(t, c, sid, second.RunID); got.Status != core.StatusCancelled {
+		t.Fatalf("cancelled parent run = %s", mustJSON(t, got))
+	}
+	child := runtime.ChildSessionID(sid, "call_h")
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		read, err := c.ReadSession(ctx, child)
+		if err == nil && read.ActiveRun == nil && len(read.QueuedRuns) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the child's run was not cancelled: %s, %v", mustJSON(t, read), err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

@@ -320,7 +320,11 @@ func (a *Activities) InvokeTool(ctx context.Context, in ToolIn) (*core.ToolResul
 	x := &runtime.Executor{Blobs: st, Adapters: a.Adapters, Tools: a.Tools, Files: st, MCP: a.MCP,
 		Logger: slog.Default().With("universe", in.Universe)}
 	if a.Client != nil {
-		x.Children = activityChildren{g: NewGateway(a.Client, a.Queue, in.Universe, st, SessionArgs{})}
+		var args SessionArgs
+		if in.ChildArgs != nil {
+			args = *in.ChildArgs
+		}
+		x.Children = activityChildren{g: NewGateway(a.Client, a.Queue, in.Universe, st, args)}
 	}
 	res, err := x.InvokeTool(ctx, runtime.ToolSession{ID: in.SessionID, Links: in.Links, MCP: in.MCP, Config: in.Config, Depth: in.Depth, AgentSlot: in.AgentSlot}, in.RunID, in.Turn, in.Call)
 	if err != nil {

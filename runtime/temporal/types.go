@@ -312,4 +312,7 @@ type ToolIn struct {
 	Config    *core.SessionConfig `json:"config,omitempty"`
 	Depth     int                 `json:"depth,omitempty"`
 	AgentSlot int                 `json:"agentSlot,omitempty"`
+	// ChildArgs are the session workflow's own start arguments, which a
+	// sub-agent's workflow gets too (timeouts, limits); agent_run only.
+	ChildArgs *SessionArgs `json:"childArgs,omitempty"`
 }

@@ -328,6 +328,11 @@ func (s *session) dispatchTool(ctx workflow.Context, runID string, turn int, cal
 	sess := runtime.ToolSessionFor(s.drive.State(), call)
 	in := ToolIn{Universe: s.args.Universe, SessionID: s.args.SessionID, RunID: runID, Turn: turn, Call: call,
 		Links: sess.Links, MCP: sess.MCP, Config: sess.Config, Depth: sess.Depth, AgentSlot: sess.AgentSlot}
+	if call.Name == runtime.AgentRunTool {
+		args := s.args
+		args.Universe, args.SessionID = "", ""
+		in.ChildArgs = &args
+	}
 	workflow.Go(ctx, func(gctx workflow.Context) {
 		var res core.ToolResult
 		if err := workflow.ExecuteActivity(actCtx, "InvokeTool", in).Get(gctx, &res); err != nil {
