@@ -69,23 +69,10 @@ func TestE2E_SubAgentSurvivesAKill(t *testing.T) {
 	srv := startServe(t, data, cfg, fakeKey)
 	c := srv.client()
 	ctx := context.Background()
-	if _, err := c.CreateWorkspace(ctx, api.WorkspaceCreateParams{Workspace: "team"}); err != nil {
-		t.Fatal(err)
-	}
-	for name, text := range map[string]string{
+	sid := teamSession(t, c, map[string]string{
 		".cairn/agents/reviewer.md": "---\ndescription: Reviews a file.\ntools: [vfs_read_file]\n---\nYou review files and answer LGTM or a list of problems.\n",
 		"draft.md":                  "# Draft\n",
-	} {
-		if _, err := c.WriteFile(ctx, api.FileWriteParams{Workspace: "team", Path: name, Data: []byte(text)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	created, err := c.CreateSession(ctx, api.CreateSessionParams{Model: fakeModel(), Tools: []string{runtime.AgentRunTool, "vfs_read_file"},
-		Links: []api.LinkParam{{Mount: "/work", Workspace: "team"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sid := created.SessionID
+	}, runtime.AgentRunTool, "vfs_read_file")
 	run, err := c.StartRun(ctx, api.RunStartParams{SessionID: sid, Input: textInput("Get /work/draft.md reviewed.")})
 	if err != nil {
 		t.Fatal(err)
@@ -159,23 +146,14 @@ func TestE2E_TemporalSubAgentCallsAnMCPTool(t *testing.T) {
 	d.startWorker(t, "worker-1", cairnBin)
 	c := d.client()
 	ctx := context.Background()
-	if _, err := c.CreateWorkspace(ctx, api.WorkspaceCreateParams{Workspace: "team"}); err != nil {
-		t.Fatal(err)
-	}
-	profile := "---\ndescription: Echoes with the docs server.\ntools: [docs.echo]\n---\nYou echo texts with the echo tool.\n"
-	if _, err := c.WriteFile(ctx, api.FileWriteParams{Workspace: "team", Path: ".cairn/agents/echoer.md", Data: []byte(profile)}); err != nil {
-		t.Fatal(err)
-	}
-	created, err := c.CreateSession(ctx, api.CreateSessionParams{Model: fakeModel(), Tools: []string{runtime.AgentRunTool, "docs.echo"},
-		Links: []api.LinkParam{{Mount: "/work", Workspace: "team"}}})
+	sid := teamSession(t, c, map[string]string{
+		".cairn/agents/echoer.md": "---\ndescription: Echoes with the docs server.\ntools: [docs.echo]\n---\nYou echo texts with the echo tool.\n",
+	}, runtime.AgentRunTool, "docs.echo")
+	run, err := c.StartRun(ctx, api.RunStartParams{SessionID: sid, Input: textInput("Have the echoer echo hi.")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, err := c.StartRun(ctx, api.RunStartParams{SessionID: created.SessionID, Input: textInput("Have the echoer echo hi.")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := waitRun(t, c, created.SessionID, run.RunID); got.Status != core.StatusCompleted || got.Output == nil || got.Output.VisibleText() != "The sub-agent reports: echo: hi" {
+	if got := waitRun(t, c, sid, run.RunID); got.Status != core.StatusCompleted || got.Output == nil || got.Output.VisibleText() != "The sub-agent reports: echo: hi" {
 		t.Fatalf("parent run = %s", mustJSON(t, got))
 	}
 	reqs := fake.bodies()
@@ -183,9 +161,9 @@ func TestE2E_TemporalSubAgentCallsAnMCPTool(t *testing.T) {
 		!bytes.Contains(reqs[3], []byte(`"tool_call_id":"call_1","content":"The tool said: echo: hi"`)) {
 		t.Fatalf("requests:\n%s", bytes.Join(reqs, []byte("\n")))
 	}
-	child := runtime.ChildSessionID(created.SessionID, "call_1")
+	child := runtime.ChildSessionID(sid, "call_1")
 	read, err := c.ReadSession(ctx, child)
-	if err != nil || read.Parent == nil || read.Parent.SessionID != created.SessionID || read.Parent.CallID != "call_1" {
+	if err != nil || read.Parent == nil || read.Parent.SessionID != sid || read.Parent.CallID != "call_1" {
 		t.Fatalf("the child's session/read: %s, %v", mustJSON(t, read), err)
 	}
 	if types := d.activityTypes(t, child); len(types) == 0 {
@@ -228,19 +206,7 @@ func TestE2E_TemporalSubAgentSurvivesItsWorker(t *testing.T) {
 	w1 := d.startWorker(t, "worker-1", cairnBin)
 	c := d.client()
 	ctx := context.Background()
-	if _, err := c.CreateWorkspace(ctx, api.WorkspaceCreateParams{Workspace: "team"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.WriteFile(ctx, api.FileWriteParams{Workspace: "team", Path: ".cairn/agents/reviewer.md",
-		Data: []byte("---\ndescription: Reviews a file.\n---\nYou review files.\n")}); err != nil {
-		t.Fatal(err)
-	}
-	created, err := c.CreateSession(ctx, api.CreateSessionParams{Model: fakeModel(), Tools: []string{runtime.AgentRunTool},
-		Links: []api.LinkParam{{Mount: "/work", Workspace: "team"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sid := created.SessionID
+	sid := teamSession(t, c, map[string]string{".cairn/agents/reviewer.md": "---\ndescription: Reviews a file.\n---\nYou review files.\n"}, runtime.AgentRunTool)
 	run, err := c.StartRun(ctx, api.RunStartParams{SessionID: sid, Input: textInput("Get /work/draft.md reviewed.")})
 	if err != nil {
 		t.Fatal(err)
@@ -284,4 +250,24 @@ func TestE2E_TemporalSubAgentSurvivesItsWorker(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// teamSession writes files into a new workspace "team" and creates a
+// session linking it at /work with tools granted; it returns the session.
+func teamSession(t *testing.T, c *api.Client, files map[string]string, tools ...string) string {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := c.CreateWorkspace(ctx, api.WorkspaceCreateParams{Workspace: "team"}); err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range files {
+		if _, err := c.WriteFile(ctx, api.FileWriteParams{Workspace: "team", Path: name, Data: []byte(text)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	created, err := c.CreateSession(ctx, api.CreateSessionParams{Model: fakeModel(), Tools: tools, Links: []api.LinkParam{{Mount: "/work", Workspace: "team"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return created.SessionID
 }

@@ -76,7 +76,7 @@ func LoadConfig(path string, allowCommands bool) (map[string]ServerConfig, error
 	if err := dec.Decode(&servers); err != nil {
 		return nil, &ConfigError{Path: path, Reason: "not an object of servers: " + err.Error()}
 	}
-	for _, name := range sortedNames(servers) {
+	for _, name := range sortedKeys(servers) {
 		if reason := check(servers[name], allowCommands); reason != "" {
 			return nil, &ConfigError{Path: path, Server: name, Reason: reason}
 		}
@@ -124,13 +124,13 @@ func check(c ServerConfig, allowCommands bool) string {
 	return endpoint.CheckHeaders(c.Headers)
 }
 
-// sortedNames are the servers' names in order, so that what is reported
-// first does not depend on map order.
-func sortedNames(servers map[string]ServerConfig) []string {
-	names := make([]string, 0, len(servers))
-	for n := range servers {
-		names = append(names, n)
+// sortedKeys are a map's keys in order, so that what is reported or
+// passed on first does not depend on map order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
 	}
-	slices.Sort(names)
-	return names
+	slices.Sort(keys)
+	return keys
 }

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -74,7 +73,7 @@ func New(configs map[string]ServerConfig, opt Options) *Servers {
 }
 
 // Names are the configured servers' names, sorted.
-func (s *Servers) Names() []string { return sortedNames(s.configs) }
+func (s *Servers) Names() []string { return sortedKeys(s.configs) }
 
 // UnknownServerError is a server the config file does not name.
 type UnknownServerError struct{ Server string }
@@ -319,13 +318,4 @@ func (w logWriter) Write(p []byte) (int, error) {
 		w.logger.Info("MCP server stderr", "line", line)
 	}
 	return len(p), nil
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

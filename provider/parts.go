@@ -16,6 +16,14 @@ type Part struct {
 	Describe  string
 }
 
+// Shown is the part as text: its text, or the line that names a blob part.
+func (p Part) Shown() string {
+	if p.Data != nil {
+		return p.Describe
+	}
+	return p.Text
+}
+
 // IsImage reports whether p is an image of a type every provider API
 // takes (JPEG, PNG, GIF, WebP).
 func (p Part) IsImage() bool {

@@ -340,22 +340,17 @@ func partsResult(e core.Entry, load func(core.Entry) ([]byte, error)) (block, er
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		switch {
-		case p.IsImage():
+		if p.IsImage() {
 			buf.WriteString(`{"type":"image","source":{"type":"base64","media_type":`)
 			rawjson.WriteString(&buf, p.MediaType)
 			buf.WriteString(`,"data":"`)
 			buf.WriteString(base64.StdEncoding.EncodeToString(p.Data))
 			buf.WriteString(`"}}`)
-		case p.Data != nil:
-			buf.WriteString(`{"type":"text","text":`)
-			rawjson.WriteString(&buf, p.Describe)
-			buf.WriteByte('}')
-		default:
-			buf.WriteString(`{"type":"text","text":`)
-			rawjson.WriteString(&buf, p.Text)
-			buf.WriteByte('}')
+			continue
 		}
+		buf.WriteString(`{"type":"text","text":`)
+		rawjson.WriteString(&buf, p.Shown())
+		buf.WriteByte('}')
 	}
 	buf.WriteByte(']')
 	if errorResults[e.Content.Digest] {

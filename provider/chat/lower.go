@@ -509,12 +509,8 @@ func partsMessage(e core.Entry, load func(core.Entry) ([]byte, error)) ([]byte, 
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		text := p.Text
-		if p.Data != nil {
-			text = p.Describe
-		}
 		b.WriteString(`{"type":"text","text":`)
-		rawjson.WriteString(&b, text)
+		rawjson.WriteString(&b, p.Shown())
 		b.WriteByte('}')
 	}
 	b.WriteString(`]}`)

@@ -475,22 +475,17 @@ func partsOutput(e core.Entry, load func(core.Entry) ([]byte, error)) ([]byte, e
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		switch {
-		case p.IsImage():
+		if p.IsImage() {
 			b.WriteString(`{"type":"input_image","image_url":"data:`)
 			b.WriteString(p.MediaType)
 			b.WriteString(`;base64,`)
 			b.WriteString(base64.StdEncoding.EncodeToString(p.Data))
 			b.WriteString(`"}`)
-		case p.Data != nil:
-			b.WriteString(`{"type":"input_text","text":`)
-			rawjson.WriteString(&b, p.Describe)
-			b.WriteByte('}')
-		default:
-			b.WriteString(`{"type":"input_text","text":`)
-			rawjson.WriteString(&b, p.Text)
-			b.WriteByte('}')
+			continue
 		}
+		b.WriteString(`{"type":"input_text","text":`)
+		rawjson.WriteString(&b, p.Shown())
+		b.WriteByte('}')
 	}
 	b.WriteString(`]}`)
 	return b.Bytes(), nil
