@@ -71,12 +71,12 @@ func (x *Executor) Generate(ctx context.Context, sessionID string, w core.Genera
 	if !ok {
 		return core.GenerationResult{}, fmt.Errorf("no adapter for API kind %q", w.Config.Model.APIKind)
 	}
-	// What the answer stores waits for the cache-report list's edge, or
-	// the flush below, and is written with it in one batch.
 	tools, err := x.toolDefinitions(ctx, w.Config)
 	if err != nil {
 		return core.GenerationResult{}, err
 	}
+	// What the answer stores waits for the cache-report list's edge, or
+	// the flush below, and is written with it in one batch.
 	x, writes := x.stage()
 	out, err := adapter.Generate(ctx, x.Blobs, provider.Request{
 		SessionID:  sessionID,
