@@ -184,25 +184,57 @@ func findProfile(ctx context.Context, a *AgentEnv, name string) (assembly.Catalo
 }
 
 // childConfig is a sub-agent's config: the parent's provider and API kind
-// with the profile's model (else the parent's), the profile's tools that
-// the parent was granted too (a child never has more power than its
-// parent), the parent's links, and its approvals of those tools.
+// with the profile's model (else the parent's), the profile's tools as far
+// as the parent was granted them (a child never has more power than its
+// parent: "docs.echo" when the parent has "docs.*", but the parent's own
+// grants of docs when the profile asks for "docs.*"), the parent's links,
+// and every approval the parent needs for those tools.
 func childConfig(parent core.SessionConfig, fm assembly.Frontmatter) core.SessionConfig {
 	cfg := core.SessionConfig{Model: parent.Model, Links: parent.Links, ProviderParams: parent.ProviderParams}
 	if fm.Model != "" {
 		cfg.Model.Model = fm.Model
 	}
-	for _, t := range fm.Tools {
-		if slices.Contains(parent.Tools, t) && !slices.Contains(cfg.Tools, t) && !isClientTool(parent, t) {
+	add := func(t string) {
+		if !slices.Contains(cfg.Tools, t) && !isClientTool(parent, t) {
 			cfg.Tools = append(cfg.Tools, t)
 		}
 	}
-	for _, a := range parent.Approvals {
-		if slices.Contains(cfg.Tools, a.Tool) {
-			cfg.Approvals = append(cfg.Approvals, a)
+	for _, t := range fm.Tools {
+		server, tool, isMCP := core.MCPGrant(t)
+		switch {
+		case slices.Contains(parent.Tools, t):
+			add(t)
+		case isMCP && tool != "*" && slices.Contains(parent.Tools, server+".*"):
+			add(t)
+		case isMCP && tool == "*":
+			for _, g := range parent.Tools {
+				if s, _, ok := core.MCPGrant(g); ok && s == server {
+					add(g)
+				}
+			}
 		}
 	}
+	for _, t := range cfg.Tools {
+		if parentApproves(parent, t) {
+			cfg.Approvals = append(cfg.Approvals, core.ToolApproval{Tool: t, Policy: core.ApprovalAlways})
+		}
+	}
+	slices.SortFunc(cfg.Approvals, func(a, b core.ToolApproval) int { return strings.Compare(a.Tool, b.Tool) })
 	return cfg
+}
+
+// parentApproves reports whether the parent's calls of the tool granted
+// as t wait for approval: t's own approval, or for "S.x" one of "S.*".
+func parentApproves(parent core.SessionConfig, t string) bool {
+	for _, a := range parent.Approvals {
+		if a.Tool == t {
+			return true
+		}
+		if server, tool, ok := core.MCPGrant(t); ok && tool != "*" && a.Tool == server+".*" {
+			return true
+		}
+	}
+	return false
 }
 
 // isClientTool: a client watches its own session, not a sub-agent's.
