@@ -26,6 +26,10 @@ func toolOutput(res *mcp.CallToolResult) runtime.ToolOutput {
 		parts = append(parts, runtime.ToolOutputPart{MediaType: content.MediaText, Data: []byte(s)})
 	}
 	binary := func(mediaType string, data []byte) {
+		if len(data) > maxBinaryPart {
+			text(fmt.Sprintf("[%s, %d bytes: too large to keep]", safeMediaType(mediaType), len(data)))
+			return
+		}
 		blobs = true
 		parts = append(parts, runtime.ToolOutputPart{MediaType: safeMediaType(mediaType), Data: data})
 	}
@@ -59,6 +63,11 @@ func toolOutput(res *mcp.CallToolResult) runtime.ToolOutput {
 	}
 	return out
 }
+
+// maxBinaryPart bounds an image, audio clip or binary resource a result
+// keeps: every later request carries it, and provider APIs refuse images
+// of more than a few megabytes.
+const maxBinaryPart = 8 << 20
 
 // safeMediaType is a server's media type if it is a valid one, else
 // application/octet-stream: the string is the server's, and it reaches
