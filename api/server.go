@@ -188,6 +188,7 @@ func NewServerFor(hosts Hosts, opt ServerOptions) *Server {
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /rpc", s.serveRPC)
+	mux.HandleFunc("GET "+StreamPath, s.serveStream)
 	return s.Protect(mux)
 }
 

@@ -165,6 +165,7 @@ func Handler() http.Handler {
 func WithAPI(rpc http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/rpc", rpc)
+	mux.Handle("GET /sessions/{id}/stream", rpc) // the API's Server-Sent Events
 	mux.Handle("/", Handler())
 	return mux
 }

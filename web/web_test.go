@@ -168,6 +168,9 @@ func TestWithAPIRoutesRPC(t *testing.T) {
 	if b := body(t, get(t, h, http.MethodGet, "/sessions/x", nil)); !strings.Contains(b, "<!doctype html>") {
 		t.Error("GET /sessions/x did not reach the inspector")
 	}
+	if b := body(t, get(t, h, http.MethodGet, "/sessions/x/stream", nil)); b != "rpc GET" {
+		t.Errorf("GET /sessions/x/stream (the API's event stream) reached %q", b)
+	}
 }
 
 // TestPageWeight reports the bytes a first visit downloads, raw and
