@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -48,13 +49,22 @@ func (a *Adapter) Generate(ctx context.Context, blobs blob.Store, req provider.R
 	if err != nil {
 		return provider.Output{}, fmt.Errorf("chat: %w", err)
 	}
-	body, segs, err := lowerParts(ctx, blobs, req, LowerOptions{ReasoningField: ep.ReasoningField})
+	body, segs, err := lowerParts(ctx, blobs, req, LowerOptions{ReasoningField: ep.ReasoningField, Stream: ep.Stream})
 	if err != nil {
 		return provider.Output{}, err
 	}
 	resp, err := a.post(ctx, ep, body)
 	if err != nil {
 		return provider.Output{}, err
+	}
+	if isStream(resp) { // asked for, or a server that streams anyway
+		if resp, err = assembleStream(bytes.NewReader(resp)); err != nil {
+			if errors.Is(err, ErrStreamIncomplete) {
+				// Cut off mid-answer: like a dropped connection, worth a retry.
+				return provider.Output{}, &provider.Error{Status: http.StatusBadGateway, Retryable: true, Message: err.Error()}
+			}
+			return provider.Output{}, decodeFailure(err, ep)
+		}
 	}
 	out, err := Decode(ctx, blobs, resp)
 	if err != nil {

@@ -20,6 +20,9 @@ type LowerOptions struct {
 	// ReasoningField is endpoint.Endpoint.ReasoningField: the assistant
 	// message field stored reasoning is re-sent under, or "" to not re-send it.
 	ReasoningField string
+	// Stream asks for the response as a stream, with its usage
+	// (endpoint.Endpoint.Stream).
+	Stream bool
 }
 
 // UnsupportedEntryError: an entry this API kind cannot express.
@@ -110,6 +113,9 @@ func lowerParts(ctx context.Context, blobs blob.Store, req provider.Request, opt
 	if key := provider.PromptCacheKey(req.SessionID); key != "" {
 		tail.WriteString(`,"prompt_cache_key":`)
 		rawjson.WriteString(&tail, key)
+	}
+	if opts.Stream {
+		tail.WriteString(`,"stream":true,"stream_options":{"include_usage":true}`)
 	}
 	tail.WriteByte('}')
 	return append(parts, tail.Bytes()), segs, nil

@@ -13,7 +13,7 @@ import (
 // from the environment, and any providers declared in a JSON config file:
 //
 //	{"providers": {"<id>": {"baseUrl": "...", "apiKeyEnv": "NAME", "apiKey": "...",
-//	                        "headers": {...}, "reasoningField": "reasoning_content",
+//	                        "headers": {...}, "reasoningField": "reasoning_content", "stream": true,
 //	                        "apiKinds": ["chat_completions", "openai_responses", "anthropic_messages"]}}}
 //
 // A config entry for a built-in id overrides it field by field. The file and
@@ -61,6 +61,7 @@ type providerConfig struct {
 	APIKey         *string           `json:"apiKey"`
 	Headers        map[string]string `json:"headers"`
 	ReasoningField *string           `json:"reasoningField"`
+	Stream         *bool             `json:"stream"`
 	APIKinds       *[]string         `json:"apiKinds"`
 }
 
@@ -160,6 +161,7 @@ func (d *Default) Resolve(providerID string) (Endpoint, error) {
 		APIKey:         key,
 		Headers:        headers,
 		ReasoningField: reasoning,
+		Stream:         pc.Stream != nil && *pc.Stream,
 		APIKinds:       append([]string(nil), kinds...),
 	}, nil
 }

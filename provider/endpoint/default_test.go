@@ -72,7 +72,7 @@ func TestConfigAddsProviders(t *testing.T) {
 	p := writeConfig(t, `{"providers": {
 		"deepseek": {"baseUrl": "https://api.deepseek.com/v1", "apiKeyEnv": "DEEPSEEK_API_KEY", "reasoningField": "reasoning_content",
 		             "headers": {"X-Trace": "on"}},
-		"ollama":   {"baseUrl": "http://localhost:11434/v1"},
+		"ollama":   {"baseUrl": "http://localhost:11434/v1", "stream": true},
 		"literal":  {"baseUrl": "https://example.test/v1", "apiKey": "lit-key"}
 	}}`)
 	r := New(p, env(map[string]string{"DEEPSEEK_API_KEY": secret}))
@@ -85,11 +85,11 @@ func TestConfigAddsProviders(t *testing.T) {
 		t.Fatalf("deepseek: %+v", ep)
 	}
 	ep, err = r.Resolve("ollama")
-	if err != nil || ep.APIKey != "" || ep.BaseURL != "http://localhost:11434/v1" {
+	if err != nil || ep.APIKey != "" || ep.BaseURL != "http://localhost:11434/v1" || !ep.Stream {
 		t.Fatalf("ollama: %+v %v", ep, err)
 	}
 	ep, err = r.Resolve("literal")
-	if err != nil || ep.APIKey != "lit-key" {
+	if err != nil || ep.APIKey != "lit-key" || ep.Stream {
 		t.Fatalf("literal: %+v %v", ep, err)
 	}
 }

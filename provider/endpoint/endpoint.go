@@ -41,6 +41,9 @@ type Endpoint struct {
 	// admits. Empty means unrestricted, which only hand-built endpoints
 	// (Static) use; Default always fills it in.
 	APIKinds []string
+	// Stream asks for responses as streams (Chat Completions only, for
+	// now); the adapter assembles the same stored response either way.
+	Stream bool
 }
 
 // Admits reports whether the endpoint may be used for apiKind.
