@@ -83,6 +83,9 @@ func (m *fakeModel) Generate(ctx context.Context, blobs blob.Store, req provider
 	case <-ctx.Done():
 		return provider.Output{}, ctx.Err()
 	}
+	if req.OnDelta != nil { // streams its answer's first piece, as a provider would
+		req.OnDelta(provider.Delta{Kind: provider.DeltaText, Text: "echo: "})
+	}
 	if hold {
 		select {
 		case <-m.release:

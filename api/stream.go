@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cairn-agents/cairn/runtime"
 )
 
 // StreamPath is the Server-Sent Events stream of a session:
@@ -20,11 +22,20 @@ const StreamPath = "/sessions/{id}/stream"
 // sends a keep-alive comment (and finds out whether the client left).
 const streamWait = 20 * time.Second
 
+// DeltaHost is a host that passes on the pieces of streaming generations
+// (runtime/local does; a Temporal gateway does not yet).
+type DeltaHost interface {
+	WatchDeltas(sessionID string) ([]runtime.GenerationDelta, <-chan runtime.GenerationDelta, func())
+}
+
 // serveStream sends a session's committed events after ?after (or the
 // Last-Event-ID a reconnecting EventSource sends) as they commit: each as
 // `event: committed`, `id:` its seq, and the same JSON as
-// session/events/read in `data:`. A hosted server wants the universe's key
-// as a Bearer token, as for /rpc. The stream ends when the client leaves.
+// session/events/read in `data:`. While a generation streams its answer,
+// its pieces go as `event: delta` ({runId, turn, kind, text}; no id: they
+// are not events), starting with those sent before the client connected.
+// A hosted server wants the universe's key as a Bearer token, as for
+// /rpc. The stream ends when the client leaves.
 func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 	host, err := s.hosts.HostFor(r.Context(), bearerToken(r))
 	if err != nil {
@@ -44,42 +55,84 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := call{Server: s, host: host}
-	ctx := r.Context()
-	started := false
-	for {
-		page, err := c.readEvents(ctx, EventsReadParams{SessionID: sessionID, After: after, WaitMs: streamWait.Milliseconds()})
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			rpcErr := s.toRPCError("session/events/read", err)
-			if !started { // nothing sent yet: an ordinary error answer
-				writeJSON(w, streamStatus(rpcErr), Response{JSONRPC: "2.0", ID: nullID, Error: rpcErr})
-				return
-			}
-			data, _ := json.Marshal(rpcErr)
-			fmt.Fprintf(w, "event: error\ndata: %s\n\n", data)
-			flusher.Flush()
-			return
-		}
-		if !started {
-			h := w.Header()
-			h.Set("Content-Type", "text/event-stream")
-			h.Set("Cache-Control", "no-store")
-			h.Set("X-Accel-Buffering", "no") // proxies: do not hold the stream back
-			w.WriteHeader(http.StatusOK)
-			started = true
-		}
-		for _, ev := range page.Events {
-			data, err := json.Marshal(ev)
-			if err != nil {
-				return
-			}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	// The first page decides between an error answer and a stream.
+	page, err := c.readEvents(ctx, EventsReadParams{SessionID: sessionID, After: after})
+	if err != nil {
+		writeJSON(w, streamStatus(s.toRPCError("session/events/read", err)), Response{JSONRPC: "2.0", ID: nullID, Error: s.toRPCError("session/events/read", err)})
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no") // proxies: do not hold the stream back
+	w.WriteHeader(http.StatusOK)
+	writeEvents := func(evs []EventView) {
+		for _, ev := range evs {
+			data, _ := json.Marshal(ev)
 			fmt.Fprintf(w, "id: %d\nevent: committed\ndata: %s\n\n", ev.Seq, data)
 			after = ev.Seq
 		}
-		if len(page.Events) == 0 {
-			fmt.Fprint(w, ": waiting\n\n")
+	}
+	writeDelta := func(d runtime.GenerationDelta) {
+		data, _ := json.Marshal(d)
+		fmt.Fprintf(w, "event: delta\ndata: %s\n\n", data)
+	}
+	writeEvents(page.Events)
+	var deltas <-chan runtime.GenerationDelta
+	if dh, ok := host.(DeltaHost); ok {
+		past, ch, stop := dh.WatchDeltas(sessionID)
+		defer stop()
+		for _, d := range past {
+			writeDelta(d)
+		}
+		deltas = ch
+	}
+	flusher.Flush()
+	// Committed events are read in the background, so pieces go out as
+	// they come while a read waits.
+	type read struct {
+		page EventsReadResult
+		err  error
+	}
+	pages := make(chan read)
+	go func() {
+		cursor := after
+		for {
+			page, err := c.readEvents(ctx, EventsReadParams{SessionID: sessionID, After: cursor, WaitMs: streamWait.Milliseconds()})
+			select {
+			case pages <- read{page, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+			if n := len(page.Events); n > 0 {
+				cursor = page.Events[n-1].Seq
+			}
+		}
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case d := <-deltas:
+			writeDelta(d)
+		case p := <-pages:
+			if p.err != nil {
+				if ctx.Err() == nil {
+					data, _ := json.Marshal(s.toRPCError("session/events/read", p.err))
+					fmt.Fprintf(w, "event: error\ndata: %s\n\n", data)
+					flusher.Flush()
+				}
+				return
+			}
+			writeEvents(p.page.Events)
+			if len(p.page.Events) == 0 {
+				fmt.Fprint(w, ": waiting\n\n")
+			}
 		}
 		flusher.Flush()
 	}
@@ -115,10 +168,21 @@ func streamAfter(r *http.Request) (int64, error) {
 	return n, nil
 }
 
-// Stream follows a session's committed events after after, calling fn
-// with each in order, until ctx ends, fn returns an error, or the server
-// ends the stream (an *Error when it sent one).
-func (c *Client) Stream(ctx context.Context, sessionID string, after int64, fn func(EventView) error) error {
+// ErrNoStream is a server without the session stream (an older one).
+var ErrNoStream = errors.New("the server has no session stream")
+
+// StreamEvent is one event of a session stream: a committed event, or a
+// piece of the answer being streamed.
+type StreamEvent struct {
+	Committed *EventView
+	Delta     *runtime.GenerationDelta
+}
+
+// Stream follows a session's committed events after after, and the pieces
+// of answers being streamed, calling fn with each in order, until ctx
+// ends, fn returns an error, or the server ends the stream (an *Error when
+// it sent one).
+func (c *Client) Stream(ctx context.Context, sessionID string, after int64, fn func(StreamEvent) error) error {
 	url := strings.TrimSuffix(c.url, "/rpc") + "/sessions/" + sessionID + "/stream?after=" + strconv.FormatInt(after, 10)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -137,6 +201,9 @@ func (c *Client) Stream(ctx context.Context, sessionID string, after int64, fn f
 		var out Response
 		if json.NewDecoder(resp.Body).Decode(&out) == nil && out.Error != nil {
 			return out.Error
+		}
+		if resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed {
+			return ErrNoStream
 		}
 		return fmt.Errorf("stream: HTTP %d", resp.StatusCode)
 	}
@@ -166,14 +233,20 @@ func (c *Client) Stream(ctx context.Context, sessionID string, after int64, fn f
 }
 
 // streamed hands one stream event to fn.
-func streamed(kind, data string, fn func(EventView) error) error {
+func streamed(kind, data string, fn func(StreamEvent) error) error {
 	switch kind {
 	case "committed":
 		var ev EventView
 		if err := json.Unmarshal([]byte(data), &ev); err != nil {
 			return fmt.Errorf("stream: %w", err)
 		}
-		return fn(ev)
+		return fn(StreamEvent{Committed: &ev})
+	case "delta":
+		var d runtime.GenerationDelta
+		if err := json.Unmarshal([]byte(data), &d); err != nil {
+			return fmt.Errorf("stream: %w", err)
+		}
+		return fn(StreamEvent{Delta: &d})
 	case "error":
 		var e Error
 		if err := json.Unmarshal([]byte(data), &e); err != nil {
@@ -181,5 +254,5 @@ func streamed(kind, data string, fn func(EventView) error) error {
 		}
 		return &e
 	}
-	return nil // a kind this client does not know yet (deltas)
+	return nil // a kind this client does not know
 }

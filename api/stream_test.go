@@ -29,7 +29,11 @@ func TestStream_CommittedEventsInOrder(t *testing.T) {
 	go func() {
 		var g got
 		errDone := errors.New("done")
-		_ = e.c.Stream(ctx, sid, 0, func(ev api.EventView) error {
+		_ = e.c.Stream(ctx, sid, 0, func(se api.StreamEvent) error {
+			ev := se.Committed
+			if ev == nil {
+				return nil
+			}
 			g.seqs, g.kinds = append(g.seqs, ev.Seq), append(g.kinds, ev.Kind)
 			if ev.Kind == core.KindRunCompleted {
 				return errDone
@@ -59,7 +63,13 @@ func TestStream_CommittedEventsInOrder(t *testing.T) {
 	// Resuming after seq 2 starts at 3.
 	var first int64
 	stop := errors.New("stop")
-	if err := e.c.Stream(ctx, sid, 2, func(ev api.EventView) error { first = ev.Seq; return stop }); err != stop || first != 3 {
+	if err := e.c.Stream(ctx, sid, 2, func(se api.StreamEvent) error {
+		if se.Committed == nil {
+			return nil
+		}
+		first = se.Committed.Seq
+		return stop
+	}); err != stop || first != 3 {
 		t.Fatalf("resume after 2: first seq %d, %v", first, err)
 	}
 	r, err := e.c.ReadRun(ctx, sid, run.RunID)
@@ -73,7 +83,7 @@ func TestStream_CommittedEventsInOrder(t *testing.T) {
 func TestStream_Refusals(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	err := e.c.Stream(ctx, "nope", 0, func(api.EventView) error { return nil })
+	err := e.c.Stream(ctx, "nope", 0, func(api.StreamEvent) error { return nil })
 	var rpcErr *api.Error
 	if !errors.As(err, &rpcErr) || rpcErr.Kind() != api.KindNotFound {
 		t.Fatalf("unknown session: %v", err)
@@ -90,8 +100,46 @@ func TestStream_Refusals(t *testing.T) {
 	host, _ := newUniverseHost(t)
 	srv := httptest.NewServer(api.NewServerFor(&keyedHosts{byKey: map[string]api.Host{"key-a": host}}, api.ServerOptions{APIKinds: []string{core.APIChatCompletions}}).Handler())
 	t.Cleanup(srv.Close)
-	err = api.NewClient(srv.URL, nil).Stream(ctx, "s", 0, func(api.EventView) error { return nil })
+	err = api.NewClient(srv.URL, nil).Stream(ctx, "s", 0, func(api.StreamEvent) error { return nil })
 	if !errors.As(err, &rpcErr) || rpcErr.Kind() != api.KindUnauthorized {
 		t.Fatalf("no key: %v", err)
+	}
+}
+
+// While a generation streams its answer, its pieces reach the stream as
+// deltas, before the answer is an event; a client that connects meanwhile
+// gets the pieces sent before it came.
+func TestStream_DeltasWhileTheAnswerStreams(t *testing.T) {
+	e := newEnv(t)
+	sid := e.create(t, api.CreateSessionParams{})
+	e.model.setHold(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := e.c.StartRun(ctx, api.RunStartParams{SessionID: sid, Input: textInput("hello")}); err != nil {
+		t.Fatal(err)
+	}
+	<-e.model.arrived // the piece is sent; the answer waits
+	var order []string
+	errDone := errors.New("done")
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		e.model.release <- struct{}{}
+	}()
+	err := e.c.Stream(ctx, sid, 0, func(se api.StreamEvent) error {
+		switch {
+		case se.Delta != nil:
+			order = append(order, "delta:"+se.Delta.Kind+":"+se.Delta.Text)
+		case se.Committed.Kind == core.KindTurnGenerationCompleted:
+			order = append(order, "answer")
+		case se.Committed.Kind == core.KindRunCompleted:
+			return errDone
+		}
+		return nil
+	})
+	if err != errDone {
+		t.Fatal(err)
+	}
+	if strings.Join(order, ",") != "delta:text:echo: ,answer" {
+		t.Fatalf("stream order %v: want the piece, then the answer", order)
 	}
 }

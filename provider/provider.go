@@ -37,6 +37,22 @@ type Request struct {
 	// Pieces, when set, keeps lowered entries for the session's later
 	// requests (and reuses those of earlier ones). nil lowers everything.
 	Pieces *Pieces
+	// OnDelta, when set, hears the pieces of a streamed answer as they
+	// arrive; they are for showing, never stored.
+	OnDelta func(Delta)
+}
+
+// Delta kinds: what a piece of a streamed answer adds to.
+const (
+	DeltaText          = "text"
+	DeltaReasoning     = "reasoning"
+	DeltaToolArguments = "tool_arguments"
+)
+
+// Delta is a piece of a streamed answer.
+type Delta struct {
+	Kind string `json:"kind"`
+	Text string `json:"text"`
 }
 
 // Output is what an adapter returns after writing native material to CAS.

@@ -39,6 +39,9 @@ type Executor struct {
 	MCP MCPServers
 	// Children runs sub-agents (agent_run); nil means the host runs none.
 	Children Children
+	// OnDelta hears the pieces of streamed answers as they arrive, for
+	// clients to show; nil means nobody listens.
+	OnDelta func(sessionID string, d GenerationDelta)
 }
 
 // DefaultPiecesBytes bounds the Pieces a host gives its executors. It
@@ -77,6 +80,12 @@ func (x *Executor) Generate(ctx context.Context, sessionID string, w core.Genera
 	}
 	// What the answer stores waits for the cache-report list's edge, or
 	// the flush below, and is written with it in one batch.
+	var onDelta func(provider.Delta)
+	if x.OnDelta != nil {
+		onDelta = func(d provider.Delta) {
+			x.OnDelta(sessionID, GenerationDelta{RunID: w.RunID, Turn: w.Turn, Kind: d.Kind, Text: d.Text})
+		}
+	}
 	x, writes := x.stage()
 	out, err := adapter.Generate(ctx, x.Blobs, provider.Request{
 		SessionID:  sessionID,
@@ -86,6 +95,7 @@ func (x *Executor) Generate(ctx context.Context, sessionID string, w core.Genera
 		Params:     w.Config.ProviderParams,
 		Compaction: w.Config.Compaction,
 		Pieces:     x.Pieces,
+		OnDelta:    onDelta,
 	})
 	if err != nil {
 		return core.GenerationResult{}, err

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -23,13 +24,26 @@ type follower struct {
 	names   map[string]string // call id → tool name
 	// in answers approval prompts; nil prints how to decide instead
 	in *bufio.Reader
+	// streaming is set while an answer's text is being printed as it
+	// streams, so the committed answer is not printed again.
+	streaming bool
 }
 
-// follow long-polls events after `after` and prints those of runID until it
-// completes, fails or is cancelled. It returns the run's final status.
+// follow prints the events of runID after `after` until the run completes,
+// fails or is cancelled, and returns its final status. It reads the
+// session's stream, printing the answer as the model writes it; JSON output
+// (one line per committed event) and a server without the stream long-poll
+// session/events/read instead.
 func (f *follower) follow(ctx context.Context, runID string, after int64) (string, error) {
 	if f.names == nil {
 		f.names = map[string]string{}
+	}
+	if !f.json {
+		status, err := f.stream(ctx, runID, &after)
+		if !errors.Is(err, api.ErrNoStream) {
+			return status, err
+		}
+		// An older server without /sessions/{id}/stream: long-poll.
 	}
 	for {
 		page, err := f.client.ReadEvents(ctx, api.EventsReadParams{SessionID: f.session, After: after, WaitMs: 10_000})
@@ -54,6 +68,49 @@ func (f *follower) follow(ctx context.Context, runID string, after int64) (strin
 			}
 		}
 	}
+}
+
+// errRunEnded stops a stream once the followed run has ended.
+var errRunEnded = errors.New("run ended")
+
+// stream follows the run on the session's event stream.
+func (f *follower) stream(ctx context.Context, runID string, after *int64) (string, error) {
+	var status string
+	err := f.client.Stream(ctx, f.session, *after, func(se api.StreamEvent) error {
+		if d := se.Delta; d != nil {
+			if d.RunID == runID && d.Kind == "text" {
+				if !f.streaming {
+					fmt.Fprint(f.out, "assistant>\n  ")
+					f.streaming = true
+				}
+				fmt.Fprint(f.out, strings.ReplaceAll(d.Text, "\n", "\n  "))
+			}
+			return nil
+		}
+		ev := *se.Committed
+		*after = ev.Seq
+		if !joins(ev, runID) {
+			return nil
+		}
+		if err := f.print(ctx, ev); err != nil {
+			return err
+		}
+		switch ev.Kind {
+		case core.KindRunCompleted:
+			status = core.StatusCompleted
+		case core.KindRunFailed:
+			status = core.StatusFailed
+		case core.KindRunCancelled:
+			status = core.StatusCancelled
+		default:
+			return nil
+		}
+		return errRunEnded
+	})
+	if errors.Is(err, errRunEnded) {
+		return status, nil
+	}
+	return status, err
 }
 
 func joins(ev api.EventView, runID string) bool {
@@ -184,6 +241,9 @@ func (f *follower) printEntry(ctx context.Context, e core.Entry) error {
 		fmt.Fprintf(f.out, "user> %s\n", oneLine(e.Preview, 200))
 	case e.Kind == core.EntryToolResult:
 		fmt.Fprintf(f.out, "        result %s: %s\n", e.ToolName, oneLine(e.Preview, 120))
+	case e.Kind == core.EntryMessage && e.Role == core.RoleAssistant && f.streaming:
+		fmt.Fprintln(f.out) // its text went out as the model wrote it
+		f.streaming = false
 	case e.Kind == core.EntryMessage && e.Role == core.RoleAssistant:
 		text, err := view.ProjectText(ctx, f.client, e.Content)
 		if err != nil {

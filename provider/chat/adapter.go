@@ -53,17 +53,13 @@ func (a *Adapter) Generate(ctx context.Context, blobs blob.Store, req provider.R
 	if err != nil {
 		return provider.Output{}, err
 	}
-	resp, err := a.post(ctx, ep, body)
+	resp, err := a.post(ctx, ep, body, req.OnDelta)
 	if err != nil {
-		return provider.Output{}, err
+		return provider.Output{}, streamFailure(err, ep)
 	}
-	if isStream(resp) { // asked for, or a server that streams anyway
-		if resp, err = assembleStream(bytes.NewReader(resp)); err != nil {
-			if errors.Is(err, ErrStreamIncomplete) {
-				// Cut off mid-answer: like a dropped connection, worth a retry.
-				return provider.Output{}, &provider.Error{Status: http.StatusBadGateway, Retryable: true, Message: err.Error()}
-			}
-			return provider.Output{}, decodeFailure(err, ep)
+	if isStream(resp) { // a stream sent as another content type
+		if resp, err = assembleStream(bytes.NewReader(resp), req.OnDelta); err != nil {
+			return provider.Output{}, streamFailure(err, ep)
 		}
 	}
 	out, err := Decode(ctx, blobs, resp)
@@ -72,6 +68,16 @@ func (a *Adapter) Generate(ctx context.Context, blobs blob.Store, req provider.R
 	}
 	out.RequestBytes, out.Segments = httpx.PartsSize(body), segs
 	return out, nil
+}
+
+// streamFailure classifies a stream's failure: cut off mid-answer it is
+// like a dropped connection, worth a retry; a chunk that is not one, or
+// an error chunk, is a terminal provider error.
+func streamFailure(err error, ep endpoint.Endpoint) error {
+	if errors.Is(err, ErrStreamIncomplete) {
+		return &provider.Error{Status: http.StatusBadGateway, Retryable: true, Message: err.Error()}
+	}
+	return decodeFailure(err, ep)
 }
 
 // decodeFailure: a 2xx body that is not a completion is a terminal provider

@@ -43,7 +43,7 @@ func (a *Adapter) Compact(ctx context.Context, blobs blob.Store, req provider.Co
 	if err != nil {
 		return provider.CompactOutput{}, err
 	}
-	resp, err := a.post(ctx, ep, net.Buffers{body})
+	resp, err := a.post(ctx, ep, net.Buffers{body}, nil)
 	if err != nil {
 		return provider.CompactOutput{}, err
 	}

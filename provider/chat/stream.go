@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cairn-agents/cairn/provider"
 	"github.com/cairn-agents/cairn/provider/rawjson"
 )
 
@@ -44,6 +45,14 @@ type streamedMessage struct {
 	raw   map[string][]byte // members whose last value stands
 	calls []*streamedCall   // by index, in the order first seen
 	notes [][]byte          // annotations, appended
+	// onDelta hears the pieces as they come; nil when nobody listens.
+	onDelta func(provider.Delta)
+}
+
+func (m *streamedMessage) delta(kind, text string) {
+	if m.onDelta != nil && text != "" {
+		m.onDelta(provider.Delta{Kind: kind, Text: text})
+	}
 }
 
 type streamedCall struct {
@@ -57,8 +66,9 @@ type streamedCall struct {
 }
 
 // assembleStream reads a streamed response and returns the body the same
-// response would have had unstreamed.
-func assembleStream(r io.Reader) ([]byte, error) {
+// response would have had unstreamed; onDelta (nil: none) hears each piece
+// of text, reasoning and tool arguments as it is read.
+func assembleStream(r io.Reader, onDelta func(provider.Delta)) ([]byte, error) {
 	var top []rawjson.Member // members of the chunks besides choices, last value, first position
 	setTop := func(m rawjson.Member) {
 		for i := range top {
@@ -69,7 +79,7 @@ func assembleStream(r io.Reader) ([]byte, error) {
 		}
 		top = append(top, m)
 	}
-	msg := &streamedMessage{text: map[string]*strings.Builder{}, raw: map[string][]byte{}}
+	msg := &streamedMessage{text: map[string]*strings.Builder{}, raw: map[string][]byte{}, onDelta: onDelta}
 	var finish, logprobs []byte
 	done, sawChoice := false, false
 	sc := bufio.NewScanner(r)
@@ -210,6 +220,11 @@ func (m *streamedMessage) add(delta []byte) error {
 				m.text[d.Name] = b
 			}
 			b.WriteString(s)
+			if d.Name == "content" || d.Name == "refusal" {
+				m.delta(provider.DeltaText, s)
+			} else {
+				m.delta(provider.DeltaReasoning, s)
+			}
 		case d.Name == "tool_calls":
 			calls, err := rawjson.ArrayElements(d.Value)
 			if err != nil {
@@ -277,6 +292,7 @@ func (m *streamedMessage) addCall(raw []byte) error {
 				}
 			case "arguments":
 				call.arguments.WriteString(s)
+				m.delta(provider.DeltaToolArguments, s)
 			default:
 				call.fnRaw[g.Name] = g.Value
 			}

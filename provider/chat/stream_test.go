@@ -177,7 +177,7 @@ func TestStreamAssemblesEveryRecordedResponse(t *testing.T) {
 			ctx := context.Background()
 			body := readPayload(t, filepath.Base(file))
 			want := decodeEntries(t, ctx, withoutCallIndex(t, body))
-			assembled, err := assembleStream(bytes.NewReader(toStream(t, body)))
+			assembled, err := assembleStream(bytes.NewReader(toStream(t, body)), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -193,16 +193,16 @@ func TestStreamAssemblesEveryRecordedResponse(t *testing.T) {
 // fails; comments and event names between chunks are skipped.
 func TestStreamRefusesWhatIsNotAWholeResponse(t *testing.T) {
 	chunk := `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"Hel"},"finish_reason":null}]}` + "\n\n"
-	if _, err := assembleStream(strings.NewReader(chunk)); !errors.Is(err, ErrStreamIncomplete) {
+	if _, err := assembleStream(strings.NewReader(chunk), nil); !errors.Is(err, ErrStreamIncomplete) {
 		t.Fatalf("a cut stream: %v", err)
 	}
 	bad := chunk + `data: {"error":{"message":"overloaded"}}` + "\n\n"
 	var de *DecodeError
-	if _, err := assembleStream(strings.NewReader(bad)); !errors.As(err, &de) {
+	if _, err := assembleStream(strings.NewReader(bad), nil); !errors.As(err, &de) {
 		t.Fatalf("an error chunk: %v", err)
 	}
 	ok := ": keep-alive\n\nevent: message\n" + chunk + `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"lo"},"finish_reason":"stop"}]}` + "\n\n"
-	out, err := assembleStream(strings.NewReader(ok))
+	out, err := assembleStream(strings.NewReader(ok), nil)
 	if err != nil || !bytes.Contains(out, []byte(`"message":{"role":"assistant","content":"Hello"}`)) {
 		t.Fatalf("assembled %s, %v", out, err)
 	}
@@ -247,9 +247,25 @@ func TestAdapterStreams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := adapterFor(sep).Generate(ctx, b.blobs, chatRequest(b))
+	var deltas []provider.Delta
+	sreq := chatRequest(b)
+	sreq.OnDelta = func(d provider.Delta) { deltas = append(deltas, d) }
+	got, err := adapterFor(sep).Generate(ctx, b.blobs, sreq)
 	if err != nil {
 		t.Fatal(err)
+	}
+	var args strings.Builder
+	for _, d := range deltas {
+		if d.Kind == provider.DeltaToolArguments {
+			args.WriteString(d.Text)
+		}
+	}
+	if len(got.ToolCalls) == 0 {
+		t.Fatal("no tool call")
+	}
+	stored, err := b.blobs.Get(ctx, got.ToolCalls[0].Arguments.Digest)
+	if err != nil || len(deltas) < 2 || args.String() != string(stored) {
+		t.Fatalf("deltas %+v do not add up to the call's arguments", deltas)
 	}
 	if fmt.Sprint(got.Entries, got.ToolCalls, got.Usage, got.Finish) != fmt.Sprint(want.Entries, want.ToolCalls, want.Usage, want.Finish) {
 		t.Fatalf("streamed output %+v\nunstreamed %+v", got, want)

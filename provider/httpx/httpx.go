@@ -49,6 +49,10 @@ type Call struct {
 	// kind (a quota 429 that waiting cannot fix, an explicit retry header);
 	// nil keeps the default.
 	Classify func(a *Answer)
+	// Stream, when set, reads a 2xx text/event-stream answer as it
+	// arrives and returns the response body it stands for (the adapter's
+	// assembly), which Post returns instead of the stream's bytes.
+	Stream func(r io.Reader) ([]byte, error)
 }
 
 // Answer is a non-2xx answer being classified.
@@ -141,6 +145,16 @@ func Post(ctx context.Context, c Call) ([]byte, error) {
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBytes))
 		return nil, c.statusError(resp, data)
+	}
+	if c.Stream != nil && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		data, err := c.Stream(io.LimitReader(resp.Body, maxResponseBytes))
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, err
+		}
+		return ep.RedactBody(data), nil
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
 	if err != nil {

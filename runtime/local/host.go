@@ -60,6 +60,7 @@ type Host struct {
 	sessions map[string]*session
 	uses     uint64        // counts session uses: the LRU clock
 	kick     chan struct{} // asks the sweeper for a sweep now
+	deltas   *deltaHub     // pieces of streaming generations, for watchers
 }
 
 // New returns a host; call Start before use.
@@ -89,9 +90,12 @@ func New(opt Options) *Host {
 		opt.IdleTTL = DefaultIdleTTL
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &Host{opt: opt, ctx: ctx, cancel: cancel, sessions: map[string]*session{}, kick: make(chan struct{}, 1)}
+	h := &Host{opt: opt, ctx: ctx, cancel: cancel, sessions: map[string]*session{}, kick: make(chan struct{}, 1), deltas: newDeltaHub()}
 	if opt.Executor != nil && opt.Executor.Children == nil {
 		opt.Executor.Children = h // its agent_run calls start sessions of this host
+	}
+	if opt.Executor != nil && opt.Executor.OnDelta == nil {
+		opt.Executor.OnDelta = h.deltas.publish // streamed answers reach this host's watchers
 	}
 	return h
 }
