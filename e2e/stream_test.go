@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -8,8 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cairn-agents/cairn/api"
+	"github.com/cairn-agents/cairn/core"
 )
 
 // Streaming from the provider to the terminal: a provider record with
@@ -64,5 +69,75 @@ func TestE2E_ChatPrintsTheAnswerAsItStreams(t *testing.T) {
 	chat.mu.Unlock()
 	if !strings.Contains(out, "assistant>\n  Streams arrive in pieces.\nrun completed") || strings.Count(out, "Streams arrive") != 1 {
 		t.Fatalf("cairn chat printed:\n%s", out)
+	}
+}
+
+// A server SIGKILLed while an answer streams keeps no trace of the part it
+// had: after a restart the generation runs again, and the log holds the
+// one whole answer.
+func TestE2E_KillDuringAStreamedAnswer(t *testing.T) {
+	var calls atomic.Int32
+	held := make(chan struct{}, 1)
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		chunk := func(delta, finish string) {
+			fmt.Fprintf(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":%s,\"finish_reason\":%s}]}\n\n", delta, finish)
+			w.(http.Flusher).Flush()
+		}
+		if calls.Add(1) == 1 { // the first attempt: a piece, then nothing until the caller dies
+			chunk(`{"role":"assistant","content":"Half an ans"}`, "null")
+			held <- struct{}{}
+			<-r.Context().Done()
+			return
+		}
+		chunk(`{"role":"assistant","content":"A whole "}`, "null")
+		chunk(`{"content":"answer."}`, `"stop"`)
+		fmt.Fprint(w, "data: [DONE]\n\n")
+	}))
+	t.Cleanup(fake.Close)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "providers.json")
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, `{"providers":{"fake":{"baseUrl":%q,"stream":true}}}`, fake.URL+"/v1"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, "data")
+	srv := startServeWith(t, []string{"--data", data, "--config", cfg})
+	c := srv.client()
+	ctx := context.Background()
+	created, err := c.CreateSession(ctx, api.CreateSessionParams{Model: core.ModelSelection{ProviderID: "fake", APIKind: core.APIChatCompletions, Model: "m"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := c.StartRun(ctx, api.RunStartParams{SessionID: created.SessionID, Input: textInput("Answer.")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-held:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the answer never started")
+	}
+	srv.kill(t)
+	srv = startServeWith(t, []string{"--data", data, "--config", cfg})
+	c = srv.client()
+	if got := waitRun(t, c, created.SessionID, run.RunID); got.Status != core.StatusCompleted || got.Output == nil || got.Output.VisibleText() != "A whole answer." {
+		t.Fatalf("run = %s", mustJSON(t, got))
+	}
+	page, err := c.ReadEvents(ctx, api.EventsReadParams{SessionID: created.SessionID, Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	generations := 0
+	for _, ev := range page.Events {
+		if strings.Contains(string(ev.Payload), "Half an ans") {
+			t.Fatalf("the log holds the part streamed before the kill: %s %s", ev.Kind, ev.Payload)
+		}
+		if ev.Kind == core.KindTurnGenerationCompleted {
+			generations++
+		}
+	}
+	if generations != 1 || calls.Load() != 2 {
+		t.Fatalf("%d generations in the log, %d provider calls; want 1 and 2", generations, calls.Load())
 	}
 }
