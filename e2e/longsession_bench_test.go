@@ -54,6 +54,42 @@ func BenchmarkServeLongChat(b *testing.B) {
 	runScenario(b, scenario{turns: turns, respond: func([]byte) string { return textResponse("chatcmpl-bench", "Noted.") }})
 }
 
+// BenchmarkServeLongChatStreamed is BenchmarkServeLongChat with the
+// answers streamed (a provider record with "stream": true): what
+// streaming costs the server per turn.
+func BenchmarkServeLongChatStreamed(b *testing.B) {
+	turns := 1000
+	if v := os.Getenv("CAIRN_BENCH_TURNS"); v != "" {
+		if n, err := strconv.Atoi(v); err == nil && n >= 10 {
+			turns = n
+		}
+	}
+	runScenario(b, scenario{turns: turns, stream: true, respond: func([]byte) string { return textResponse("chatcmpl-bench", "Noted, in a few words.") }})
+}
+
+// asStream is a text answer as a Chat Completions event stream: its text
+// in two pieces, the finish reason, usage and [DONE].
+func asStream(b *testing.B, answer string) string {
+	var resp struct {
+		Choices []struct {
+			Message struct {
+				Content string `json:"content"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal([]byte(answer), &resp); err != nil || len(resp.Choices) == 0 {
+		b.Fatalf("asStream: %v", err)
+	}
+	text := resp.Choices[0].Message.Content
+	half := len(text) / 2
+	chunk := func(delta, finish string) string {
+		return "data: {\"id\":\"chatcmpl-bench\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":" + delta + ",\"finish_reason\":" + finish + "}]}\n\n"
+	}
+	q := func(s string) string { j, _ := json.Marshal(s); return string(j) }
+	return chunk(`{"role":"assistant","content":`+q(text[:half])+`}`, "null") + chunk(`{"content":`+q(text[half:])+`}`, "null") +
+		chunk(`{}`, `"stop"`) + "data: {\"id\":\"chatcmpl-bench\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":4,\"total_tokens\":14}}\n\ndata: [DONE]\n\n"
+}
+
 // BenchmarkServeReread is 100 turns that each read one 256 KiB file of a
 // linked workspace through vfs_read_file and then answer, so request N
 // carries N copies of the file.
@@ -92,6 +128,9 @@ type scenario struct {
 	files map[string]string
 	// respond answers a Chat Completions request body.
 	respond func(body []byte) string
+	// stream has the provider record ask for streams, and the fake send
+	// its text answers as event streams.
+	stream bool
 }
 
 // scenarioResult is what a benchmark reports beyond the common metrics.
@@ -136,13 +175,18 @@ func runScenario(b *testing.B, sc scenario) scenarioResult {
 		mu.Lock()
 		answer := sc.respond(body)
 		mu.Unlock()
+		if sc.stream {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, asStream(b, answer))
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, answer)
 	}))
 	b.Cleanup(fake.Close)
 	dir := b.TempDir()
 	cfg := filepath.Join(dir, "providers.json")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, `{"providers":{"fake":{"baseUrl":%q}}}`, fake.URL+"/v1"), 0o600); err != nil {
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, `{"providers":{"fake":{"baseUrl":%q,"stream":%t}}}`, fake.URL+"/v1", sc.stream), 0o600); err != nil {
 		b.Fatal(err)
 	}
 	data := filepath.Join(dir, "data")
