@@ -141,3 +141,52 @@ func TestE2E_KillDuringAStreamedAnswer(t *testing.T) {
 		t.Fatalf("%d generations in the log, %d provider calls; want 1 and 2", generations, calls.Load())
 	}
 }
+
+// Cancelling a run closes its provider stream at once.
+func TestE2E_CancelClosesTheProviderStream(t *testing.T) {
+	held, closed := make(chan struct{}, 1), make(chan struct{}, 1)
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"Once upon\"},\"finish_reason\":null}]}\n\n")
+		w.(http.Flusher).Flush()
+		held <- struct{}{}
+		<-r.Context().Done()
+		closed <- struct{}{}
+	}))
+	t.Cleanup(fake.Close)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "providers.json")
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, `{"providers":{"fake":{"baseUrl":%q,"stream":true}}}`, fake.URL+"/v1"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := startServeWith(t, []string{"--data", filepath.Join(dir, "data"), "--config", cfg})
+	c := srv.client()
+	ctx := context.Background()
+	created, err := c.CreateSession(ctx, api.CreateSessionParams{Model: core.ModelSelection{ProviderID: "fake", APIKind: core.APIChatCompletions, Model: "m"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := c.StartRun(ctx, api.RunStartParams{SessionID: created.SessionID, Input: textInput("Tell a long story.")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-held:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the story never started")
+	}
+	began := time.Now()
+	if _, err := c.CancelRun(ctx, created.SessionID, run.RunID); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the provider stream stayed open after the run was cancelled")
+	}
+	if got := waitRun(t, c, created.SessionID, run.RunID); got.Status != core.StatusCancelled {
+		t.Fatalf("run = %s", mustJSON(t, got))
+	}
+	t.Logf("stream closed %s after the cancel", time.Since(began).Round(time.Millisecond))
+}
