@@ -44,10 +44,12 @@ type fakeChat struct {
 	prev  []byte // the previous request body
 	reply func(user string) string
 	calls int
+	// release lets a streamed answer go on after its first half.
+	release chan struct{}
 }
 
 func newFakeChat(t *testing.T) *fakeChat {
-	f := &fakeChat{reply: func(user string) string { return "Noted: " + user }}
+	f := &fakeChat{reply: func(user string) string { return "Noted: " + user }, release: make(chan struct{}, 16)}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
@@ -115,6 +117,10 @@ func (f *fakeChat) serve(w http.ResponseWriter, r *http.Request) {
 			n, n, tool, quoted)
 		return
 	}
+	if bytes.Contains(body, []byte(`"stream":true`)) {
+		f.stream(w, r, n, reply)
+		return
+	}
 	text, _ := json.Marshal(reply)
 	content, refusal := string(text), "null"
 	if r, ok := strings.CutPrefix(reply, refusePrefix); ok {
@@ -125,6 +131,27 @@ func (f *fakeChat) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	fmt.Fprintf(w, `{"id":"chatcmpl-%d","object":"chat.completion","created":1764720000,"model":"fake-model","choices":[{"index":0,"message":{"role":"assistant","content":%s,"refusal":%s,"annotations":[]},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d,"prompt_tokens_details":{"cached_tokens":%d}}}`,
 		n, content, refusal, prompt, len(reply)/4+1, prompt+len(reply)/4+1, cached)
+}
+
+// stream answers reply as a Chat Completions event stream: its first half,
+// then (once the test sends on release) the rest.
+func (f *fakeChat) stream(w http.ResponseWriter, r *http.Request, n int, reply string) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	chunk := func(delta, finish string) {
+		fmt.Fprintf(w, `data: {"id":"chatcmpl-%d","object":"chat.completion.chunk","created":1764720000,"model":"fake-model","choices":[{"index":0,"delta":%s,"finish_reason":%s}]}`+"\n\n", n, delta, finish)
+		w.(http.Flusher).Flush()
+	}
+	half := len(reply) / 2
+	first, _ := json.Marshal(reply[:half])
+	rest, _ := json.Marshal(reply[half:])
+	chunk(`{"role":"assistant","content":`+string(first)+`}`, "null")
+	select {
+	case <-f.release:
+	case <-r.Context().Done():
+		return
+	}
+	chunk(`{"content":`+string(rest)+`}`, `"stop"`)
+	fmt.Fprint(w, "data: [DONE]\n\n")
 }
 
 // refusePrefix makes a reply the model's refusal (content null, refusal set).
@@ -149,6 +176,10 @@ type instanceOptions struct {
 	seed func(ctx context.Context, st *sqlite.Store)
 	// apiKey, when set, makes the server hosted-like: every call needs it.
 	apiKey string
+	// stream has the model's answers streamed (the provider record's
+	// "stream": true); the fake holds each after its first half until
+	// the test sends on chat.release.
+	stream bool
 }
 
 // keyedHosts serves the one host to requests bearing the key, like the
@@ -185,7 +216,7 @@ func newInstance(t *testing.T, opt instanceOptions) *instance {
 		Blobs: st,
 		Adapters: map[string]provider.Adapter{
 			core.APIChatCompletions: chat.New(endpoint.Static{
-				"fake":   {BaseURL: fc.srv.URL + "/v1", APIKey: "fake-key"},
+				"fake":   {BaseURL: fc.srv.URL + "/v1", APIKey: "fake-key", Stream: opt.stream},
 				"openai": {BaseURL: fc.srv.URL + "/v1", APIKey: "fake-key"}, // for pictures with a familiar model name
 			}, fc.srv.Client()),
 		},

@@ -308,3 +308,21 @@ func TestSubAgentSessionsAreLinked(t *testing.T) {
 		t.Errorf("the sub-agent's transcript lacks its answer: %q", text)
 	}
 }
+
+// A streamed answer shows in place as it arrives, and gives way to the
+// committed answer.
+func TestStreamingAnswerShowsInPlace(t *testing.T) {
+	t.Parallel()
+	in := newInstance(t, instanceOptions{stream: true})
+	in.chat.setReply(func(string) string { return "Cairns mark trails in the hills." })
+	in.createSession(t, "s", "")
+	tb := newTab(t)
+	tb.open(in.url + "/sessions/s")
+	tb.wait(`document.querySelector('#events[data-ready="1"]')`)
+	if _, err := in.client.StartRun(context.Background(), api.RunStartParams{SessionID: "s", Input: []api.InputPart{{Type: "text", Text: "What is a cairn?"}}}); err != nil {
+		t.Fatal(err)
+	}
+	tb.wait(`document.querySelector('#events li.streaming pre')?.textContent === 'Cairns mark trai'`)
+	in.chat.release <- struct{}{}
+	tb.wait(`!document.querySelector('#events li.streaming') && document.getElementById('events').innerText.includes('Cairns mark trails in the hills.')`)
+}

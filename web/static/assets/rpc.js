@@ -123,3 +123,34 @@ export async function callMany(calls, { signal } = {}) {
 export function isAbort(err) {
   return !!err && err.name === 'AbortError';
 }
+
+// streamDeltas follows the pieces of answers being streamed in a session
+// (the `delta` events of GET /sessions/{id}/stream) and calls onDelta with
+// each, until signal aborts; committed events are the transcript's to read.
+// after is the newest seq the caller has, so the stream starts there.
+export async function streamDeltas(sessionId, after, onDelta, { signal } = {}) {
+  const key = sessionStorage.getItem(KEY_ITEM);
+  const headers = { Accept: 'text/event-stream' };
+  if (key) headers.Authorization = `Bearer ${key}`;
+  const res = await fetch(`/sessions/${encodeURIComponent(sessionId)}/stream?after=${after}`, { headers, signal, cache: 'no-store', credentials: 'omit' });
+  if (!res.ok || !res.body) throw new RpcError(0, 'transport', `the stream answered HTTP ${res.status}`);
+  const reader = res.body.getReader();
+  const decoder = new TextDecoder();
+  let buf = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buf += decoder.decode(value, { stream: true });
+    let end;
+    while ((end = buf.indexOf('\n\n')) >= 0) {
+      const block = buf.slice(0, end);
+      buf = buf.slice(end + 2);
+      let kind = '', data = '';
+      for (const line of block.split('\n')) {
+        if (line.startsWith('event: ')) kind = line.slice(7);
+        else if (line.startsWith('data: ')) data += line.slice(6);
+      }
+      if (kind === 'delta' && data) onDelta(JSON.parse(data));
+    }
+  }
+}

@@ -7,7 +7,7 @@
 // slots above and below the rows have fixed heights; the "new events" pill
 // floats over the pane instead of taking space in it.
 
-import { call, isAbort } from './rpc.js';
+import { call, isAbort, streamDeltas } from './rpc.js';
 import { h, fmtInt, fmtBytes, fmtClock, fmtTime, refLink, blobHref, statusBadge, errorBox, jsonTree, sleep } from './dom.js';
 
 const PAGE_SIZE = 50;
@@ -134,6 +134,11 @@ export function createTranscript(page, mount) {
   function addLive(events) {
     const fresh = events.filter((ev) => ev.seq > last);
     if (!fresh.length) return;
+    // The answer being streamed is committed now (or its run ended).
+    if (streamingRow && fresh.some((ev) => ev.kind === 'turn.generation_completed' || ev.kind.startsWith('run.'))) {
+      streamingRow.remove();
+      streamingRow = null;
+    }
     const stick = atBottom();
     list.append(rows(fresh));
     last = fresh[fresh.length - 1].seq;
@@ -185,10 +190,37 @@ export function createTranscript(page, mount) {
     }
   }
 
+  // The answer being streamed, shown in place below the newest row as its
+  // pieces arrive; it goes once its answer is committed.
+  let streamingRow = null;
+  function showDelta(d) {
+    if (d.kind !== 'text') return;
+    if (!streamingRow || streamingRow.dataset.run !== d.runId || streamingRow.dataset.turn !== String(d.turn)) {
+      streamingRow?.remove();
+      streamingRow = h('li', { class: 'ev streaming', 'data-run': d.runId, 'data-turn': String(d.turn) },
+        h('div', { class: 'content' }, h('span', { class: 'label' }, 'answer, streaming'), h('pre', { class: 'text' }, '')));
+      list.append(streamingRow);
+    }
+    const stick = atBottom();
+    streamingRow.querySelector('pre').textContent += d.text;
+    if (stick) toBottom();
+  }
+  async function deltaLoop(fsig) {
+    while (!fsig.aborted) {
+      try {
+        await streamDeltas(page.id, last, showDelta, { signal: fsig });
+      } catch (err) {
+        if (isAbort(err) || fsig.aborted) return;
+      }
+      try { await sleep(2000, fsig); } catch { return; }
+    }
+  }
+
   function setFollow(on, note = 'Paused: new events are not fetched') {
     if (on && !followCtl) {
       followCtl = new AbortController();
       followLoop(followCtl.signal);
+      deltaLoop(followCtl.signal);
     } else if (!on && followCtl) {
       followCtl.abort();
       followCtl = null;
