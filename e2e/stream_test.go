@@ -54,12 +54,8 @@ func TestE2E_ChatPrintsTheAnswerAsItStreams(t *testing.T) {
 			close(release)
 		}
 	})
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "providers.json")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, `{"providers":{"fake":{"baseUrl":%q,"stream":true}}}`, fake.URL+"/v1"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	srv := startServeWith(t, []string{"--data", filepath.Join(dir, "data"), "--config", cfg})
+	cfg, data := streamingConfig(t, fake.URL)
+	srv := startServeWith(t, []string{"--data", data, "--config", cfg})
 	chat := startProc(t, "chat", cairnBin, []string{"chat", "--addr", srv.addr, "--provider", "fake", "--model", "m", "Tell me about streams."}, nil, "run ")
 	chat.waitLine(t, 0, "assistant>", 30*time.Second) // before the provider has finished
 	close(release)
@@ -96,23 +92,9 @@ func TestE2E_KillDuringAStreamedAnswer(t *testing.T) {
 		fmt.Fprint(w, "data: [DONE]\n\n")
 	}))
 	t.Cleanup(fake.Close)
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "providers.json")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, `{"providers":{"fake":{"baseUrl":%q,"stream":true}}}`, fake.URL+"/v1"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	data := filepath.Join(dir, "data")
+	cfg, data := streamingConfig(t, fake.URL)
 	srv := startServeWith(t, []string{"--data", data, "--config", cfg})
-	c := srv.client()
-	ctx := context.Background()
-	created, err := c.CreateSession(ctx, api.CreateSessionParams{Model: core.ModelSelection{ProviderID: "fake", APIKind: core.APIChatCompletions, Model: "m"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	run, err := c.StartRun(ctx, api.RunStartParams{SessionID: created.SessionID, Input: textInput("Answer.")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sid, runID := streamedRun(t, srv.client(), "Answer.")
 	select {
 	case <-held:
 	case <-time.After(30 * time.Second):
@@ -120,11 +102,11 @@ func TestE2E_KillDuringAStreamedAnswer(t *testing.T) {
 	}
 	srv.kill(t)
 	srv = startServeWith(t, []string{"--data", data, "--config", cfg})
-	c = srv.client()
-	if got := waitRun(t, c, created.SessionID, run.RunID); got.Status != core.StatusCompleted || got.Output == nil || got.Output.VisibleText() != "A whole answer." {
+	c := srv.client()
+	if got := waitRun(t, c, sid, runID); got.Status != core.StatusCompleted || got.Output == nil || got.Output.VisibleText() != "A whole answer." {
 		t.Fatalf("run = %s", mustJSON(t, got))
 	}
-	page, err := c.ReadEvents(ctx, api.EventsReadParams{SessionID: created.SessionID, Limit: 1000})
+	page, err := c.ReadEvents(context.Background(), api.EventsReadParams{SessionID: sid, Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,29 +137,17 @@ func TestE2E_CancelClosesTheProviderStream(t *testing.T) {
 		closed <- struct{}{}
 	}))
 	t.Cleanup(fake.Close)
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "providers.json")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, `{"providers":{"fake":{"baseUrl":%q,"stream":true}}}`, fake.URL+"/v1"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	srv := startServeWith(t, []string{"--data", filepath.Join(dir, "data"), "--config", cfg})
+	cfg, data := streamingConfig(t, fake.URL)
+	srv := startServeWith(t, []string{"--data", data, "--config", cfg})
 	c := srv.client()
-	ctx := context.Background()
-	created, err := c.CreateSession(ctx, api.CreateSessionParams{Model: core.ModelSelection{ProviderID: "fake", APIKind: core.APIChatCompletions, Model: "m"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	run, err := c.StartRun(ctx, api.RunStartParams{SessionID: created.SessionID, Input: textInput("Tell a long story.")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sid, runID := streamedRun(t, c, "Tell a long story.")
 	select {
 	case <-held:
 	case <-time.After(30 * time.Second):
 		t.Fatal("the story never started")
 	}
 	began := time.Now()
-	if _, err := c.CancelRun(ctx, created.SessionID, run.RunID); err != nil {
+	if _, err := c.CancelRun(context.Background(), sid, runID); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -185,8 +155,35 @@ func TestE2E_CancelClosesTheProviderStream(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the provider stream stayed open after the run was cancelled")
 	}
-	if got := waitRun(t, c, created.SessionID, run.RunID); got.Status != core.StatusCancelled {
+	if got := waitRun(t, c, sid, runID); got.Status != core.StatusCancelled {
 		t.Fatalf("run = %s", mustJSON(t, got))
 	}
 	t.Logf("stream closed %s after the cancel", time.Since(began).Round(time.Millisecond))
+}
+
+// streamingConfig writes a config whose provider "fake" is the fake at
+// url and asks for streams, and returns its path and a data directory.
+func streamingConfig(t *testing.T, url string) (cfg, data string) {
+	t.Helper()
+	dir := t.TempDir()
+	cfg = filepath.Join(dir, "providers.json")
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, `{"providers":{"fake":{"baseUrl":%q,"stream":true}}}`, url+"/v1"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cfg, filepath.Join(dir, "data")
+}
+
+// streamedRun starts a run in a new session on the fake provider.
+func streamedRun(t *testing.T, c *api.Client, text string) (sessionID, runID string) {
+	t.Helper()
+	ctx := context.Background()
+	created, err := c.CreateSession(ctx, api.CreateSessionParams{Model: core.ModelSelection{ProviderID: "fake", APIKind: core.APIChatCompletions, Model: "m"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := c.StartRun(ctx, api.RunStartParams{SessionID: created.SessionID, Input: textInput(text)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return created.SessionID, run.RunID
 }
