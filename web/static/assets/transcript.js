@@ -135,7 +135,8 @@ export function createTranscript(page, mount) {
     const fresh = events.filter((ev) => ev.seq > last);
     if (!fresh.length) return;
     // The answer being streamed is committed now (or its run ended).
-    if (streamingRow && fresh.some((ev) => ev.kind === 'turn.generation_completed' || ev.kind.startsWith('run.'))) {
+    const ends = ['turn.generation_completed', 'run.completed', 'run.failed', 'run.cancelled'];
+    if (streamingRow && fresh.some((ev) => ends.includes(ev.kind))) {
       streamingRow.remove();
       streamingRow = null;
     }
