@@ -121,14 +121,11 @@ func TestStream_DeltasWhileTheAnswerStreams(t *testing.T) {
 	<-e.model.arrived // the piece is sent; the answer waits
 	var order []string
 	errDone := errors.New("done")
-	go func() {
-		time.Sleep(200 * time.Millisecond)
-		e.model.release <- struct{}{}
-	}()
 	err := e.c.Stream(ctx, sid, 0, func(se api.StreamEvent) error {
 		switch {
 		case se.Delta != nil:
 			order = append(order, "delta:"+se.Delta.Kind+":"+se.Delta.Text)
+			go func() { e.model.release <- struct{}{} }() // the answer may go on once its piece is here
 		case se.Committed.Kind == core.KindTurnGenerationCompleted:
 			order = append(order, "answer")
 		case se.Committed.Kind == core.KindRunCompleted:
