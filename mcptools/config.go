@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"slices"
@@ -76,7 +77,7 @@ func LoadConfig(path string, allowCommands bool) (map[string]ServerConfig, error
 	if err := dec.Decode(&servers); err != nil {
 		return nil, &ConfigError{Path: path, Reason: "not an object of servers: " + err.Error()}
 	}
-	for _, name := range sortedKeys(servers) {
+	for _, name := range slices.Sorted(maps.Keys(servers)) {
 		if reason := check(servers[name], allowCommands); reason != "" {
 			return nil, &ConfigError{Path: path, Server: name, Reason: reason}
 		}
@@ -122,15 +123,4 @@ func check(c ServerConfig, allowCommands bool) string {
 		return "url: no user or query string; a key goes in apiKeyEnv"
 	}
 	return endpoint.CheckHeaders(c.Headers)
-}
-
-// sortedKeys are a map's keys in order, so that what is reported or
-// passed on first does not depend on map order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

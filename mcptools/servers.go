@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -73,7 +75,7 @@ func New(configs map[string]ServerConfig, opt Options) *Servers {
 }
 
 // Names are the configured servers' names, sorted.
-func (s *Servers) Names() []string { return sortedKeys(s.configs) }
+func (s *Servers) Names() []string { return slices.Sorted(maps.Keys(s.configs)) }
 
 // UnknownServerError is a server the config file does not name.
 type UnknownServerError struct{ Server string }
@@ -275,7 +277,7 @@ func (s *Servers) commandEnv(cfg ServerConfig) []string {
 			env = append(env, k+"="+v)
 		}
 	}
-	for _, k := range sortedKeys(cfg.Env) {
+	for _, k := range slices.Sorted(maps.Keys(cfg.Env)) {
 		v := cfg.Env[k]
 		if strings.HasPrefix(v, "${") && strings.HasSuffix(v, "}") {
 			v = s.getenv(v[2 : len(v)-1])
