@@ -30,3 +30,23 @@ func TestChildConfigNeverWidensThePower(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// What an agent_run call carries of its session (into the tool activity on
+// Temporal) leaves out client tools' schemas and the MCP catalog, and
+// still makes the same child.
+func TestAgentParentIsThin(t *testing.T) {
+	parent := core.SessionConfig{
+		Model:       core.ModelSelection{ProviderID: "p", APIKind: core.APIChatCompletions, Model: "big"},
+		Tools:       []string{"vfs_read_file", "lookup", AgentRunTool},
+		ClientTools: []core.ClientTool{{Name: "lookup", Description: "Look a ticket up.", Parameters: []byte(`{"type":"object"}`)}},
+		MCPTools:    []core.MCPTool{{Server: "docs", Name: "find"}},
+	}
+	thin := agentParent(parent)
+	if thin.ClientTools[0].Parameters != nil || thin.ClientTools[0].Description != "" || thin.MCPTools != nil {
+		t.Fatalf("agentParent kept %+v", thin)
+	}
+	fm := assembly.Frontmatter{Tools: []string{"vfs_read_file", "lookup"}}
+	if !reflect.DeepEqual(childConfig(*thin, fm), childConfig(parent, fm)) {
+		t.Fatal("the thin config makes another child")
+	}
+}

@@ -241,7 +241,7 @@ func ToolSessionFor(st *core.State, call core.ToolCall) ToolSession {
 		s.MCP = &t
 	}
 	if call.Name == AgentRunTool {
-		s.Config = &cfg
+		s.Config = agentParent(cfg)
 		if st.Parent != nil {
 			s.Depth = st.Parent.Depth
 		}
@@ -257,6 +257,19 @@ func ToolSessionFor(st *core.State, call core.ToolCall) ToolSession {
 		}
 	}
 	return s
+}
+
+// agentParent is what agent_run needs of its session's config to make a
+// child's (childConfig): the model, grants, approvals, links and
+// parameters, and the client tools by name only. It crosses into the tool
+// activity on Temporal, so it leaves out what can be large (client tools'
+// schemas, the MCP catalog).
+func agentParent(cfg core.SessionConfig) *core.SessionConfig {
+	out := core.SessionConfig{Model: cfg.Model, Tools: cfg.Tools, Approvals: cfg.Approvals, Links: cfg.Links, ProviderParams: cfg.ProviderParams}
+	for _, t := range cfg.ClientTools {
+		out.ClientTools = append(out.ClientTools, core.ClientTool{Name: t.Name})
+	}
+	return &out
 }
 
 // toolEnv is what a tool may know of the session calling it.
