@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/cairn-agents/cairn/internal/sse"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -99,8 +100,21 @@ func (f *fakeChat) serve(w http.ResponseWriter, r *http.Request) {
 			return // the caller went away (killed): it will ask again
 		}
 	}
+	writeAnswer(w, r.URL.Path, body, []byte(step.body))
+}
+
+// writeAnswer answers as the provider does: a stream when the request asks
+// for one (Cairn's default), the whole body otherwise.
+func writeAnswer(w http.ResponseWriter, path string, request, answer []byte) {
+	if sse.Requested(request) {
+		if stream, err := sse.For(path, answer); err == nil {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = w.Write(stream)
+			return
+		}
+	}
 	w.Header().Set("Content-Type", "application/json")
-	_, _ = io.WriteString(w, step.body)
+	_, _ = w.Write(answer)
 }
 
 // textResponse is a Chat Completions body with one assistant text message.

@@ -37,8 +37,7 @@ func newScriptedFake(t *testing.T, path, header, key string, replies ...string) 
 		if hook != nil {
 			hook(n)
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, reply)
+		writeAnswer(w, r.URL.Path, body, []byte(reply))
 	}))
 	t.Cleanup(f.srv.Close)
 	return f

@@ -57,6 +57,7 @@ func (a *Adapter) Generate(ctx context.Context, blobs blob.Store, req provider.R
 	if err != nil {
 		return provider.Output{}, fmt.Errorf("anthropic: %w", err)
 	}
+	p.stream = ep.Stream && !p.noStream
 	conv, err := lowerContext(ctx, blobs, req.Entries, req.Pieces.Scope(APIKind, req, ""))
 	if err != nil {
 		return provider.Output{}, err
@@ -85,9 +86,9 @@ func (a *Adapter) Generate(ctx context.Context, blobs blob.Store, req provider.R
 		if n == 0 {
 			firstSize = int64(len(body))
 		}
-		raw, err := a.post(ctx, ep, body)
+		raw, err := a.post(ctx, ep, body, req.OnDelta)
 		if err != nil {
-			return provider.Output{}, err
+			return provider.Output{}, decodeFailure(err, ep)
 		}
 		r, err := parseResponse(raw)
 		if err != nil {

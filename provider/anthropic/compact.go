@@ -67,9 +67,9 @@ func (a *Adapter) Compact(ctx context.Context, blobs blob.Store, req provider.Co
 	if err != nil {
 		return provider.CompactOutput{}, err
 	}
-	raw, err := a.post(ctx, ep, body)
+	raw, err := a.post(ctx, ep, body, nil) // a summary nobody watches: asked for whole
 	if err != nil {
-		return provider.CompactOutput{}, err
+		return provider.CompactOutput{}, decodeFailure(err, ep)
 	}
 	r, err := parseResponse(raw)
 	if err != nil {

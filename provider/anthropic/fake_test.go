@@ -78,10 +78,10 @@ func (f *fakeMessages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusTeapot, "fake_error", "fake: no reply left")
 		return
 	}
+	w.Header().Set("Content-Type", "application/json")
 	for k, v := range rep.headers {
 		w.Header().Set(k, v)
 	}
-	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(rep.status)
 	w.Write(rep.body)
 }

@@ -487,7 +487,11 @@ func (c conversation) body(model string, p params, tools []provider.Tool) ([]byt
 		}
 		buf.WriteString(`]}`)
 	}
-	buf.WriteString(`]}`)
+	buf.WriteByte(']')
+	if p.stream {
+		buf.WriteString(`,"stream":true`)
+	}
+	buf.WriteByte('}')
 	return buf.Bytes(), nil
 }
 

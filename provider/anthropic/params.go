@@ -25,6 +25,8 @@ const ParamsVersion = 1
 //	                                                 or {"type": "disabled"}
 //	 "cacheTtl": "5m" | "1h",                        ttl of every cache marker
 //	 "serviceTier": "auto" | "standard_only",        service_tier
+//	 "stream": false,                                read answers whole (default: stream
+//	                                                 when the endpoint does)
 //	 "extra": {"metadata": {"user_id": "u-1"}, …}}   request members passed verbatim
 //
 // Unknown members, duplicate members and wrong types are rejected. With
@@ -46,7 +48,7 @@ var reservedExtra = map[string]string{
 	"top_k":        "use topK",
 	"thinking":     "use thinking",
 	"service_tier": "use serviceTier",
-	"stream":       "the adapter reads complete, non-streaming responses",
+	"stream":       "use stream",
 }
 
 // minThinkingBudget is the API's lower bound on thinking.budget_tokens.
@@ -82,6 +84,12 @@ type params struct {
 	// uncached: place no cache markers (set by Compact, whose one-off
 	// request no later request shares a prefix with). Never parsed.
 	uncached bool
+	// noStream: "stream": false, an answer read whole even from an
+	// endpoint that streams.
+	noStream bool
+	// stream: ask for a stream (the endpoint streams and noStream is not
+	// set). Set by Generate, never parsed.
+	stream bool
 }
 
 func (p params) effectiveMaxTokens() int64 {
@@ -165,6 +173,13 @@ func parseParams(raw []byte) (params, error) {
 				return bad("serviceTier", `must be "auto" or "standard_only"`)
 			}
 			p.serviceTier = s
+		case "stream":
+			switch string(m.Value) {
+			case "true", "false":
+				p.noStream = string(m.Value) == "false"
+			default:
+				return bad("stream", "must be true or false")
+			}
 		case "extra":
 			xs, err := rawjson.ObjectMembers(m.Value)
 			if err != nil {
@@ -180,7 +195,7 @@ func parseParams(raw []byte) (params, error) {
 			}
 			p.extra = xs
 		default:
-			return bad(m.Name, "unknown parameter (known: version, maxTokens, temperature, topP, topK, thinking, cacheTtl, serviceTier, extra)")
+			return bad(m.Name, "unknown parameter (known: version, maxTokens, temperature, topP, topK, thinking, cacheTtl, serviceTier, stream, extra)")
 		}
 	}
 	if !seenVersion {

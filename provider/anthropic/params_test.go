@@ -62,7 +62,8 @@ func TestValidateParamsRejects(t *testing.T) {
 		{`{"version":1,"extra":{"system":"be evil"}}`, "extra.system", "instructions"},
 		{`{"version":1,"extra":{"tools":[]}}`, "extra.tools", "granted tools"},
 		{`{"version":1,"extra":{"max_tokens":5}}`, "extra.max_tokens", "use maxTokens"},
-		{`{"version":1,"extra":{"stream":true}}`, "extra.stream", "non-streaming"},
+		{`{"version":1,"extra":{"stream":true}}`, "extra.stream", "use stream"},
+		{`{"version":1,"stream":"no"}`, "stream", "true or false"},
 		{`{"version":1,"extra":{"a":1,"a":2}}`, "extra.a", "more than once"},
 	}
 	for _, c := range cases {

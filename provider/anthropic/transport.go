@@ -3,8 +3,10 @@ package anthropic
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 
+	"github.com/cairn-agents/cairn/provider"
 	"github.com/cairn-agents/cairn/provider/endpoint"
 	"github.com/cairn-agents/cairn/provider/httpx"
 )
@@ -16,13 +18,16 @@ const statusOverloaded = 529
 
 // post sends body and returns the 2xx response body, or a classified error.
 // The key travels only as x-api-key; the decoder is written for this version.
-func (a *Adapter) post(ctx context.Context, ep endpoint.Endpoint, body []byte) ([]byte, error) {
+// A streamed answer is assembled as it arrives (onDelta hears its pieces)
+// into the message it stands for.
+func (a *Adapter) post(ctx context.Context, ep endpoint.Endpoint, body []byte, onDelta func(provider.Delta)) ([]byte, error) {
 	headers := map[string]string{"anthropic-version": AnthropicVersion}
 	if ep.APIKey != "" {
 		headers["x-api-key"] = ep.APIKey
 	}
+	stream := func(r io.Reader) ([]byte, error) { return assembleStream(r, onDelta) }
 	data, err := httpx.Post(ctx, httpx.Call{Client: a.client, Endpoint: ep, Path: messagesPath, Body: body,
-		Headers: headers, Now: a.now, Classify: classify})
+		Headers: headers, Now: a.now, Classify: classify, Stream: stream})
 	if err != nil && ctx.Err() != nil {
 		return nil, fmt.Errorf("anthropic: %w", ctx.Err())
 	}

@@ -49,7 +49,11 @@ func (a *Adapter) Generate(ctx context.Context, blobs blob.Store, req provider.R
 	if err != nil {
 		return provider.Output{}, fmt.Errorf("chat: %w", err)
 	}
-	body, segs, err := lowerParts(ctx, blobs, req, LowerOptions{ReasoningField: ep.ReasoningField, Stream: ep.Stream})
+	p, err := parseParams(req.Params)
+	if err != nil {
+		return provider.Output{}, err
+	}
+	body, segs, err := lowerParts(ctx, blobs, req, LowerOptions{ReasoningField: ep.ReasoningField, Stream: ep.Stream && !p.noStream})
 	if err != nil {
 		return provider.Output{}, err
 	}
@@ -70,14 +74,11 @@ func (a *Adapter) Generate(ctx context.Context, blobs blob.Store, req provider.R
 	return out, nil
 }
 
-// streamFailure classifies a stream's failure: cut off mid-answer it is
-// like a dropped connection, worth a retry; a chunk that is not one, or
-// an error chunk, is a terminal provider error.
+// streamFailure classifies a stream's failure as httpx does (a cut stream
+// is retryable, a reported error is classified like its answer); a chunk
+// that is not one is a terminal provider error.
 func streamFailure(err error, ep endpoint.Endpoint) error {
-	if errors.Is(err, ErrStreamIncomplete) {
-		return &provider.Error{Status: http.StatusBadGateway, Retryable: true, Message: err.Error()}
-	}
-	return decodeFailure(err, ep)
+	return decodeFailure(httpx.StreamFailure(err, ep, httpx.OpenAIQuota), ep)
 }
 
 // decodeFailure: a 2xx body that is not a completion is a terminal provider

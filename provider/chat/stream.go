@@ -1,14 +1,13 @@
 package chat
 
 import (
-	"bufio"
 	"bytes"
-	"errors"
 	"io"
 	"slices"
 	"strings"
 
 	"github.com/cairn-agents/cairn/provider"
+	"github.com/cairn-agents/cairn/provider/httpx"
 	"github.com/cairn-agents/cairn/provider/rawjson"
 )
 
@@ -27,9 +26,6 @@ import (
 // streamedTextMembers are the message members whose deltas are pieces of
 // one string.
 var streamedTextMembers = map[string]bool{"content": true, "refusal": true, "reasoning_content": true, "reasoning": true}
-
-// ErrStreamIncomplete is a stream that ended before its response did.
-var ErrStreamIncomplete = errors.New("the response stream ended before the response was complete")
 
 // isStream reports whether a response body is a Server-Sent Events stream
 // rather than one JSON object.
@@ -82,44 +78,36 @@ func assembleStream(r io.Reader, onDelta func(provider.Delta)) ([]byte, error) {
 	msg := &streamedMessage{text: map[string]*strings.Builder{}, raw: map[string][]byte{}, onDelta: onDelta}
 	var finish, logprobs []byte
 	done, sawChoice := false, false
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 64<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		data, ok := strings.CutPrefix(line, "data:")
-		if !ok {
-			continue // comments, event names, ids, blank lines
-		}
-		data = strings.TrimSpace(data)
-		if data == "[DONE]" {
+	err := httpx.ReadEvents(r, func(data []byte) (bool, error) {
+		if string(bytes.TrimSpace(data)) == "[DONE]" {
 			done = true
-			break
+			return true, nil
 		}
-		ms, err := rawjson.ObjectMembers([]byte(data))
+		ms, err := rawjson.ObjectMembers(data)
 		if err != nil {
-			return nil, &DecodeError{API: "chat", Reason: "a stream chunk", Err: err}
+			return false, &DecodeError{API: "chat", Reason: "a stream chunk", Err: err}
 		}
 		if e := rawjson.Lookup(ms, "error"); !rawjson.IsNull(e) {
-			return nil, &DecodeError{API: "chat", Reason: "the stream reported an error: " + string(e)}
+			return false, &httpx.StreamError{Body: httpx.ParseErrorBody(data)}
 		}
 		for _, m := range ms {
 			switch m.Name {
 			case "choices":
 				choices, err := rawjson.ArrayElements(m.Value)
 				if err != nil {
-					return nil, &DecodeError{API: "chat", Reason: "a stream chunk's choices", Err: err}
+					return false, &DecodeError{API: "chat", Reason: "a stream chunk's choices", Err: err}
 				}
 				for _, c := range choices {
 					cm, err := rawjson.ObjectMembers(c)
 					if err != nil {
-						return nil, &DecodeError{API: "chat", Reason: "a stream choice", Err: err}
+						return false, &DecodeError{API: "chat", Reason: "a stream choice", Err: err}
 					}
 					if idx := rawjson.Lookup(cm, "index"); len(idx) > 0 && string(idx) != "0" {
 						continue // one choice is asked for; others are not this message
 					}
 					sawChoice = true
 					if err := msg.add(rawjson.Lookup(cm, "delta")); err != nil {
-						return nil, err
+						return false, err
 					}
 					if f := rawjson.Lookup(cm, "finish_reason"); !rawjson.IsNull(f) {
 						finish = f
@@ -140,12 +128,13 @@ func assembleStream(r io.Reader, onDelta func(provider.Delta)) ([]byte, error) {
 				setTop(m)
 			}
 		}
-	}
-	if err := sc.Err(); err != nil {
+		return false, nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	if !sawChoice || finish == nil && !done {
-		return nil, ErrStreamIncomplete
+		return nil, httpx.ErrStreamIncomplete
 	}
 	if finish == nil {
 		finish = []byte("null")

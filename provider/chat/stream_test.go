@@ -10,106 +10,21 @@ import (
 	"testing"
 
 	"github.com/cairn-agents/cairn/blob"
+	"github.com/cairn-agents/cairn/internal/sse"
 	"github.com/cairn-agents/cairn/provider"
+	"github.com/cairn-agents/cairn/provider/httpx"
 	"github.com/cairn-agents/cairn/provider/rawjson"
 )
 
-// toStream plays a recorded response as the provider streams it: chunks of
-// the message's members in their order (text in two pieces, each tool call
-// first with its id, type and name and then its arguments in two pieces),
-// the finish reason, usage on a last chunk without choices, and [DONE].
+// toStream plays a recorded response as the provider streams it.
 func toStream(t *testing.T, body []byte) []byte {
 	t.Helper()
-	top, err := rawjson.ObjectMembers(body)
+	out, err := sse.Chat(body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	choices, _ := rawjson.ArrayElements(rawjson.Lookup(top, "choices"))
-	choice, _ := rawjson.ObjectMembers(choices[0])
-	msg, _ := rawjson.ObjectMembers(rawjson.Lookup(choice, "message"))
-	var head []rawjson.Member
-	for _, m := range top {
-		switch m.Name {
-		case "choices", "usage":
-		case "object":
-			head = append(head, rawjson.Member{Name: m.Name, RawName: m.RawName, Value: []byte(`"chat.completion.chunk"`)})
-		default:
-			head = append(head, m)
-		}
-	}
-	var out bytes.Buffer
-	chunk := func(choices string, extra ...rawjson.Member) {
-		ms := append(append([]rawjson.Member{}, head...), rawjson.Member{Name: "choices", RawName: []byte(`"choices"`), Value: []byte(choices)})
-		ms = append(ms, extra...)
-		var b bytes.Buffer
-		rawjson.WriteObject(&b, ms)
-		fmt.Fprintf(&out, "data: %s\n\n", b.Bytes())
-	}
-	delta := func(d string) { chunk(`[{"index":0,"delta":` + d + `,"logprobs":null,"finish_reason":null}]`) }
-	str := func(s string) string { var b bytes.Buffer; rawjson.WriteString(&b, s); return b.String() }
-	for _, m := range msg {
-		name := string(m.RawName)
-		switch {
-		case streamedTextMembers[m.Name]:
-			s, ok := rawjson.String(m.Value)
-			if !ok || len(s) < 2 {
-				delta("{" + name + ":" + string(m.Value) + "}")
-				continue
-			}
-			half := len(s) / 2
-			for !utf8Start(s, half) {
-				half++
-			}
-			delta("{" + name + ":" + str(s[:half]) + "}")
-			delta("{" + name + ":" + str(s[half:]) + "}")
-		case m.Name == "tool_calls" && !rawjson.IsNull(m.Value):
-			calls, _ := rawjson.ArrayElements(m.Value)
-			for i, c := range calls {
-				cm, _ := rawjson.ObjectMembers(c)
-				var first []rawjson.Member
-				args := ""
-				first = append(first, rawjson.Member{Name: "index", RawName: []byte(`"index"`), Value: []byte(fmt.Sprint(i))})
-				for _, f := range cm {
-					switch f.Name {
-					case "index":
-					case "function":
-						fn, _ := rawjson.ObjectMembers(f.Value)
-						var kept []rawjson.Member
-						for _, g := range fn {
-							if g.Name == "arguments" {
-								args, _ = rawjson.String(g.Value)
-								g.Value = []byte(`""`)
-							}
-							kept = append(kept, g)
-						}
-						var b bytes.Buffer
-						rawjson.WriteObject(&b, kept)
-						first = append(first, rawjson.Member{Name: f.Name, RawName: f.RawName, Value: b.Bytes()})
-					default:
-						first = append(first, f)
-					}
-				}
-				var b bytes.Buffer
-				rawjson.WriteObject(&b, first)
-				delta(`{"tool_calls":[` + b.String() + `]}`)
-				half := len(args) / 2
-				for _, piece := range []string{args[:half], args[half:]} {
-					delta(fmt.Sprintf(`{"tool_calls":[{"index":%d,"function":{"arguments":%s}}]}`, i, str(piece)))
-				}
-			}
-		default:
-			delta("{" + name + ":" + string(m.Value) + "}")
-		}
-	}
-	chunk(`[{"index":0,"delta":{},"logprobs":null,"finish_reason":` + string(rawjson.Lookup(choice, "finish_reason")) + `}]`)
-	if u := rawjson.Lookup(top, "usage"); u != nil {
-		chunk(`[]`, rawjson.Member{Name: "usage", RawName: []byte(`"usage"`), Value: u})
-	}
-	out.WriteString("data: [DONE]\n\n")
-	return out.Bytes()
+	return out
 }
-
-func utf8Start(s string, i int) bool { return i >= len(s) || s[i]&0xC0 != 0x80 }
 
 // withoutCallIndex drops a non-streamed tool call's "index", which a
 // stream numbers every call with and so never tells apart from framing.
@@ -193,12 +108,12 @@ func TestStreamAssemblesEveryRecordedResponse(t *testing.T) {
 // fails; comments and event names between chunks are skipped.
 func TestStreamRefusesWhatIsNotAWholeResponse(t *testing.T) {
 	chunk := `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"Hel"},"finish_reason":null}]}` + "\n\n"
-	if _, err := assembleStream(strings.NewReader(chunk), nil); !errors.Is(err, ErrStreamIncomplete) {
+	if _, err := assembleStream(strings.NewReader(chunk), nil); !errors.Is(err, httpx.ErrStreamIncomplete) {
 		t.Fatalf("a cut stream: %v", err)
 	}
 	bad := chunk + `data: {"error":{"message":"overloaded"}}` + "\n\n"
-	var de *DecodeError
-	if _, err := assembleStream(strings.NewReader(bad), nil); !errors.As(err, &de) {
+	var se *httpx.StreamError
+	if _, err := assembleStream(strings.NewReader(bad), nil); !errors.As(err, &se) || se.Body.Message != "overloaded" {
 		t.Fatalf("an error chunk: %v", err)
 	}
 	ok := ": keep-alive\n\nevent: message\n" + chunk + `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"lo"},"finish_reason":"stop"}]}` + "\n\n"
@@ -277,5 +192,30 @@ func TestAdapterStreams(t *testing.T) {
 	var pe *provider.Error
 	if !errors.As(err, &pe) || !pe.Retryable {
 		t.Fatalf("a cut stream: %v", err)
+	}
+}
+
+// "stream": false in the session's parameters asks a streaming endpoint
+// for the whole answer; anything but a boolean is refused.
+func TestParamsTurnStreamingOff(t *testing.T) {
+	body := readPayload(t, "api-reference-function-call.json")
+	f := &fakeChat{t: t, replies: []reply{{status: 200, body: body}}}
+	_, ep := f.start(t)
+	ep.Stream = true
+	b := newCtx(t)
+	b.user("q")
+	req := chatRequest(b)
+	req.Params = []byte(`{"version":1,"stream":false}`)
+	if _, err := adapterFor(ep).Generate(context.Background(), b.blobs, req); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(f.bodies[0], []byte(`"stream"`)) {
+		t.Fatalf("request %s", f.bodies[0])
+	}
+	for _, bad := range []string{`{"stream":false}`, `{"version":1,"stream":"no"}`, `{"version":1,"temperature":1}`, `[]`} {
+		var pe *ParamsError
+		if err := ValidateParams([]byte(bad)); !errors.As(err, &pe) {
+			t.Errorf("%s: %v", bad, err)
+		}
 	}
 }

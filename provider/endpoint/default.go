@@ -13,7 +13,7 @@ import (
 // from the environment, and any providers declared in a JSON config file:
 //
 //	{"providers": {"<id>": {"baseUrl": "...", "apiKeyEnv": "NAME", "apiKey": "...",
-//	                        "headers": {...}, "reasoningField": "reasoning_content", "stream": true,
+//	                        "headers": {...}, "reasoningField": "reasoning_content", "stream": false,
 //	                        "apiKinds": ["chat_completions", "openai_responses", "anthropic_messages"]}}}
 //
 // A config entry for a built-in id overrides it field by field. The file and
@@ -161,7 +161,7 @@ func (d *Default) Resolve(providerID string) (Endpoint, error) {
 		APIKey:         key,
 		Headers:        headers,
 		ReasoningField: reasoning,
-		Stream:         pc.Stream != nil && *pc.Stream,
+		Stream:         pc.Stream == nil || *pc.Stream, // streams unless the record says it cannot
 		APIKinds:       append([]string(nil), kinds...),
 	}, nil
 }

@@ -72,8 +72,8 @@ func TestConfigAddsProviders(t *testing.T) {
 	p := writeConfig(t, `{"providers": {
 		"deepseek": {"baseUrl": "https://api.deepseek.com/v1", "apiKeyEnv": "DEEPSEEK_API_KEY", "reasoningField": "reasoning_content",
 		             "headers": {"X-Trace": "on"}},
-		"ollama":   {"baseUrl": "http://localhost:11434/v1", "stream": true},
-		"literal":  {"baseUrl": "https://example.test/v1", "apiKey": "lit-key"}
+		"ollama":   {"baseUrl": "http://localhost:11434/v1"},
+		"literal":  {"baseUrl": "https://example.test/v1", "apiKey": "lit-key", "stream": false}
 	}}`)
 	r := New(p, env(map[string]string{"DEEPSEEK_API_KEY": secret}))
 
@@ -88,7 +88,7 @@ func TestConfigAddsProviders(t *testing.T) {
 	if err != nil || ep.APIKey != "" || ep.BaseURL != "http://localhost:11434/v1" || !ep.Stream {
 		t.Fatalf("ollama: %+v %v", ep, err)
 	}
-	ep, err = r.Resolve("literal")
+	ep, err = r.Resolve("literal") // a server without streaming says so
 	if err != nil || ep.APIKey != "lit-key" || ep.Stream {
 		t.Fatalf("literal: %+v %v", ep, err)
 	}
@@ -100,8 +100,8 @@ func TestConfigOverridesOpenAIFieldByField(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ep.BaseURL != OpenAIBaseURL || ep.APIKey != secret || ep.Headers["OpenAI-Organization"] != "org-1" {
-		t.Fatalf("got %+v", ep)
+	if ep.BaseURL != OpenAIBaseURL || ep.APIKey != secret || ep.Headers["OpenAI-Organization"] != "org-1" || !ep.Stream {
+		t.Fatalf("got %+v (a built-in provider streams)", ep)
 	}
 
 	p = writeConfig(t, `{"providers": {"openai": {"baseUrl": "http://127.0.0.1:8080/v1", "apiKeyEnv": "MY_KEY"}}}`)

@@ -41,8 +41,11 @@ type Endpoint struct {
 	// admits. Empty means unrestricted, which only hand-built endpoints
 	// (Static) use; Default always fills it in.
 	APIKinds []string
-	// Stream asks for responses as streams (Chat Completions only, for
-	// now); the adapter assembles the same stored response either way.
+	// Stream asks for responses as streams, on every API kind; the adapter
+	// assembles the same stored response either way. Default sets it
+	// unless the provider's record says "stream": false (a server without
+	// streaming); a session can still turn it off with providerParams.
+	// Hand-built endpoints (Static) stream only when they say so.
 	Stream bool
 }
 

@@ -51,7 +51,8 @@ type Call struct {
 	Classify func(a *Answer)
 	// Stream, when set, reads a 2xx text/event-stream answer as it
 	// arrives and returns the response body it stands for (the adapter's
-	// assembly), which Post returns instead of the stream's bytes.
+	// assembly), which Post returns instead of the stream's bytes. Its
+	// errors become what StreamFailure makes of them.
 	Stream func(r io.Reader) ([]byte, error)
 }
 
@@ -152,7 +153,7 @@ func Post(ctx context.Context, c Call) ([]byte, error) {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			return nil, err
+			return nil, StreamFailure(err, ep, c.Classify)
 		}
 		return ep.RedactBody(data), nil
 	}

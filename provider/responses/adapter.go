@@ -54,33 +54,39 @@ func (a *Adapter) Generate(ctx context.Context, blobs blob.Store, req provider.R
 	if req.Model.APIKind != "" && req.Model.APIKind != APIKind {
 		return provider.Output{}, fmt.Errorf("responses: model selection has API kind %q, want %q", req.Model.APIKind, APIKind)
 	}
-	// Lower before resolving: a request that cannot be built should say so
-	// even when the endpoint is not configured yet.
-	body, segs, err := lowerParts(ctx, blobs, req, LowerOptions{})
-	if err != nil {
-		return provider.Output{}, err
-	}
 	// ResolveFor refuses a provider whose record does not admit this API
 	// kind: a Chat Completions-only server must not receive Responses
 	// requests, and no other provider is tried in its place.
-	ep, err := endpoint.ResolveFor(a.resolver, req.Model.ProviderID, APIKind)
-	if err != nil {
-		return provider.Output{}, fmt.Errorf("responses: %w", err)
-	}
-	resp, err := a.post(ctx, ep, responsesPath, body)
+	ep, epErr := endpoint.ResolveFor(a.resolver, req.Model.ProviderID, APIKind)
+	// Lower before failing on the endpoint: a request that cannot be built
+	// should say so even when the endpoint is not configured yet.
+	body, segs, err := lowerParts(ctx, blobs, req, LowerOptions{Stream: epErr == nil && ep.Stream})
 	if err != nil {
 		return provider.Output{}, err
 	}
+	if epErr != nil {
+		return provider.Output{}, fmt.Errorf("responses: %w", epErr)
+	}
+	resp, err := a.post(ctx, ep, responsesPath, body, req.OnDelta)
+	if err != nil {
+		return provider.Output{}, decodeFailure(err, ep)
+	}
 	out, err := Decode(ctx, blobs, resp)
 	if err != nil {
-		var de *DecodeError
-		if errors.As(err, &de) {
-			// The provider answered 2xx with something that is not a
-			// response; resending the same request will not fix it.
-			return provider.Output{}, &provider.Error{Status: http.StatusOK, Message: httpx.Redact(de.Error(), ep)}
-		}
-		return provider.Output{}, err // storing failed: not the provider's fault
+		return provider.Output{}, decodeFailure(err, ep)
 	}
 	out.RequestBytes, out.Segments = httpx.PartsSize(body), segs
 	return out, nil
+}
+
+// decodeFailure: a 2xx body (or stream) that is not a response is a
+// terminal provider error, since resending the same request will not fix
+// it; anything else (storing failed) is not the provider's fault and
+// passes through.
+func decodeFailure(err error, ep endpoint.Endpoint) error {
+	var de *DecodeError
+	if errors.As(err, &de) {
+		return &provider.Error{Status: http.StatusOK, Message: httpx.Redact(de.Error(), ep)}
+	}
+	return err
 }

@@ -64,7 +64,7 @@ func (a *Adapter) Compact(ctx context.Context, blobs blob.Store, req provider.Co
 	if err != nil {
 		return provider.CompactOutput{}, fmt.Errorf("responses: %w", err)
 	}
-	resp, err := a.post(ctx, ep, compactPath, net.Buffers{body})
+	resp, err := a.post(ctx, ep, compactPath, net.Buffers{body}, nil)
 	if err != nil {
 		return provider.CompactOutput{}, err
 	}

@@ -73,10 +73,10 @@ func (f *fakeResponses) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rep := f.replies[0]
 	f.replies = f.replies[1:]
+	w.Header().Set("Content-Type", "application/json")
 	for k, v := range rep.headers {
 		w.Header().Set(k, v)
 	}
-	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(rep.status)
 	w.Write(rep.body)
 }

@@ -27,6 +27,9 @@ type LowerOptions struct {
 	// compaction. (The standalone compact endpoint's body is built by
 	// LowerCompact, which follows the same rule.)
 	Compaction bool
+	// Stream asks for the response as a stream (endpoint.Endpoint.Stream),
+	// unless the session's parameters say "stream": false.
+	Stream bool
 }
 
 // UnsupportedEntryError: an entry this API kind cannot express.
@@ -142,6 +145,9 @@ func lowerParts(ctx context.Context, blobs blob.Store, req provider.Request, opt
 		cm = contextManagement(req.Compaction)
 	}
 	p.write(&tail, provider.PromptCacheKey(req.SessionID), cm, opts)
+	if opts.Stream && !p.noStream && !opts.Compaction {
+		tail.WriteString(`,"stream":true`)
+	}
 	tail.WriteByte('}')
 	return append(parts, tail.Bytes()), segs, nil
 }

@@ -56,8 +56,8 @@ var reservedExtra = map[string]string{
 	"instructions":         "built from the session's instruction entries",
 	"tools":                "built from the session's granted tools",
 	"prompt_cache_key":     "derived from the session id",
-	"stream":               "the adapter reads one non-streaming response",
-	"stream_options":       "the adapter reads one non-streaming response",
+	"stream":               "use the typed field stream",
+	"stream_options":       "the adapter asks for what it reads",
 	"background":           "the adapter reads one completed response, not a queued one",
 	"previous_response_id": "the adapter sends the whole context on every request",
 	"conversation":         "the adapter sends the whole context on every request",
@@ -85,6 +85,7 @@ type params struct {
 	parallelToolCalls *bool
 	include           []string // nil: defaultInclude
 	extra             []rawjson.Member
+	noStream          bool // "stream": false
 }
 
 // ValidateParams checks a session's provider parameters for openai_responses.
@@ -100,6 +101,7 @@ type params struct {
 //	 "store":            bool (default false),
 //	 "parallelToolCalls": bool,
 //	 "include":          [string] (replaces the default ["reasoning.encrypted_content"]),
+//	 "stream":           bool (false: read answers whole; default: stream when the endpoint does),
 //	 "extra":            {request fields merged into the body verbatim}}
 //
 // Every field but version is optional, and null means unset. Unknown fields
@@ -171,6 +173,12 @@ func parseParams(raw []byte) (params, error) {
 				return p, err
 			}
 			p.store = b
+		case "stream":
+			b, err := boolean(m.Value, "stream")
+			if err != nil {
+				return p, err
+			}
+			p.noStream = !b
 		case "parallelToolCalls":
 			b, err := boolean(m.Value, "parallelToolCalls")
 			if err != nil {
