@@ -40,7 +40,8 @@ type Executor struct {
 	// Children runs sub-agents (agent_run); nil means the host runs none.
 	Children Children
 	// OnDelta hears the pieces of streamed answers as they arrive, for
-	// clients to show; nil means nobody listens.
+	// clients to show, between a DeltaBegin and a DeltaEnd mark for each
+	// provider attempt; nil means nobody listens.
 	OnDelta func(sessionID string, d GenerationDelta)
 }
 
@@ -82,6 +83,9 @@ func (x *Executor) Generate(ctx context.Context, sessionID string, w core.Genera
 	// the flush below, and is written with it in one batch.
 	var onDelta func(provider.Delta)
 	if x.OnDelta != nil {
+		mark := func(kind string) { x.OnDelta(sessionID, GenerationDelta{RunID: w.RunID, Turn: w.Turn, Kind: kind}) }
+		mark(DeltaBegin) // a retried attempt's answer starts again
+		defer mark(DeltaEnd)
 		onDelta = func(d provider.Delta) {
 			x.OnDelta(sessionID, GenerationDelta{RunID: w.RunID, Turn: w.Turn, Kind: d.Kind, Text: d.Text})
 		}

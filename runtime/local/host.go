@@ -58,9 +58,9 @@ type Host struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
-	uses     uint64        // counts session uses: the LRU clock
-	kick     chan struct{} // asks the sweeper for a sweep now
-	deltas   *deltaHub     // pieces of streaming generations, for watchers
+	uses     uint64            // counts session uses: the LRU clock
+	kick     chan struct{}     // asks the sweeper for a sweep now
+	deltas   *runtime.DeltaHub // pieces of streaming generations, for watchers
 }
 
 // New returns a host; call Start before use.
@@ -90,12 +90,12 @@ func New(opt Options) *Host {
 		opt.IdleTTL = DefaultIdleTTL
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &Host{opt: opt, ctx: ctx, cancel: cancel, sessions: map[string]*session{}, kick: make(chan struct{}, 1), deltas: newDeltaHub()}
+	h := &Host{opt: opt, ctx: ctx, cancel: cancel, sessions: map[string]*session{}, kick: make(chan struct{}, 1), deltas: runtime.NewDeltaHub()}
 	if opt.Executor != nil && opt.Executor.Children == nil {
 		opt.Executor.Children = h // its agent_run calls start sessions of this host
 	}
 	if opt.Executor != nil && opt.Executor.OnDelta == nil {
-		opt.Executor.OnDelta = h.deltas.publish // streamed answers reach this host's watchers
+		opt.Executor.OnDelta = h.deltas.Publish // streamed answers reach this host's watchers
 	}
 	return h
 }
@@ -156,3 +156,10 @@ func (h *Host) Checkpoints() store.Checkpoints { return h.opt.Checkpoints }
 
 // ErrHostClosed is returned once Close has been called.
 var ErrHostClosed = errors.New("host is closed")
+
+// WatchDeltas returns the pieces of the session's generation in flight so
+// far, a channel of the ones that follow, and the function that stops
+// the watch.
+func (h *Host) WatchDeltas(sessionID string) ([]runtime.GenerationDelta, <-chan runtime.GenerationDelta, func()) {
+	return h.deltas.Watch(sessionID)
+}

@@ -167,7 +167,7 @@ func (h *Host) admitResult(s *session, key string, cmd core.Command) {
 		return // cancelled after it finished
 	}
 	if g, ok := cmd.(core.GenerationResult); ok {
-		defer h.deltas.end(s.id, g.RunID, g.Turn) // its pieces are in the answer now
+		defer h.deltas.End(s.id, g.RunID, g.Turn) // its pieces are in the answer now
 	}
 	_, err := runtime.AdmitAndAppend(h.on(s), runtime.AtTime(cmd, h.nowMs()))
 	switch {

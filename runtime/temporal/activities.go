@@ -41,6 +41,8 @@ type Activities struct {
 	// pieces are the lowered entries and stored segment chunks this
 	// worker's generations share (runtime.Executor.Pieces).
 	pieces *provider.Pieces
+	// deltas publishes the pieces of streaming answers for the gateways.
+	deltas deltaSender
 
 	// Transcriber transcribes audio input (nil: runs with audio fail).
 	Transcriber runtime.Transcriber
@@ -218,6 +220,9 @@ func (a *Activities) Generate(ctx context.Context, in GenerateIn) (core.Generati
 	// Files holds the edges of a long segment list's chunks: without it
 	// every turn would store its whole list again.
 	x := &runtime.Executor{Blobs: st, Adapters: a.Adapters, Tools: a.Tools, Files: st, Pieces: a.pieces}
+	if bus, ok := st.(deltaBus); ok {
+		x.OnDelta = a.deltas.sink(bus)
+	}
 	res, err := x.Generate(ctx, in.SessionID, w)
 	var pe *provider.Error
 	switch {

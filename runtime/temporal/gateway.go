@@ -28,11 +28,13 @@ type Gateway struct {
 	args     SessionArgs // template: timeouts and limits for new workflows
 	cache    *stateCache
 	poll     time.Duration
+	deltas   *deltaListener // pieces of streaming answers, for watchers
 }
 
 // NewGateway returns the gateway of a universe.
 func NewGateway(c client.Client, queue, universe string, st Store, args SessionArgs) *Gateway {
-	return &Gateway{client: c, queue: queue, universe: universe, store: st, args: args, cache: newStateCache(256), poll: 100 * time.Millisecond}
+	return &Gateway{client: c, queue: queue, universe: universe, store: st, args: args, cache: newStateCache(256), poll: 100 * time.Millisecond,
+		deltas: &deltaListener{hub: runtime.NewDeltaHub()}}
 }
 
 // Blobs is the universe's content store.
