@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -186,4 +187,50 @@ func streamedRun(t *testing.T, c *api.Client, text string) (sessionID, runID str
 		t.Fatal(err)
 	}
 	return created.SessionID, run.RunID
+}
+
+// `cairn chat` shows a tool call once its arguments have streamed, while
+// the provider has not finished its answer, and not again when the call
+// is committed.
+func TestE2E_ChatShowsAStreamedToolCall(t *testing.T) {
+	release := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	var calls atomic.Int32
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		chunk := func(delta, finish string) {
+			fmt.Fprintf(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":%s,\"finish_reason\":%s}]}\n\n", delta, finish)
+			w.(http.Flusher).Flush()
+		}
+		if calls.Add(1) == 1 {
+			chunk(`{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"vfs_list_dir","arguments":""}}]}`, "null")
+			chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"{\"path\":"}}]}`, "null")
+			chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"\"/\"}"}}]}`, "null")
+			select {
+			case <-release:
+			case <-r.Context().Done():
+				return
+			}
+			chunk(`{}`, `"tool_calls"`)
+		} else {
+			chunk(`{"role":"assistant","content":"Nothing is there."}`, "null")
+			chunk(`{}`, `"stop"`)
+		}
+		fmt.Fprint(w, "data: [DONE]\n\n")
+	}))
+	t.Cleanup(fake.Close)
+	cfg, data := streamingConfig(t, fake.URL)
+	srv := startServeWith(t, []string{"--data", data, "--config", cfg})
+	chat := startProc(t, "chat", cairnBin, []string{"chat", "--addr", srv.addr, "--provider", "fake", "--model", "m", "--tool", "vfs_list_dir", "What is there?"}, nil, "run ")
+	chat.waitLine(t, 0, `[turn 1] tool call vfs_list_dir {"path":"/"}`, 30*time.Second) // before the answer is finished
+	once.Do(func() { close(release) })
+	chat.waitLine(t, 0, "run completed", 30*time.Second)
+	chat.mu.Lock()
+	out := strings.Join(chat.lines, "\n")
+	chat.mu.Unlock()
+	if strings.Count(out, "tool call vfs_list_dir") != 1 || !strings.Contains(out, "result vfs_list_dir:") || !strings.Contains(out, "assistant>\n  Nothing is there.\nrun completed") {
+		t.Fatalf("cairn chat printed:\n%s", out)
+	}
 }

@@ -49,10 +49,13 @@ const (
 	DeltaToolArguments = "tool_arguments"
 )
 
-// Delta is a piece of a streamed answer.
+// Delta is a piece of a streamed answer. A piece of a tool call's
+// arguments says which call it belongs to, once the stream has named it.
 type Delta struct {
-	Kind string `json:"kind"`
-	Text string `json:"text"`
+	Kind   string `json:"kind"`
+	Text   string `json:"text"`
+	CallID string `json:"callId,omitempty"`
+	Name   string `json:"name,omitempty"`
 }
 
 // Output is what an adapter returns after writing native material to CAS.

@@ -9,6 +9,9 @@ type GenerationDelta struct {
 	Turn  int    `json:"turn"`
 	Kind  string `json:"kind"` // text, reasoning or tool_arguments
 	Text  string `json:"text"`
+	// CallID and Name say whose arguments a tool_arguments piece is.
+	CallID string `json:"callId,omitempty"`
+	Name   string `json:"name,omitempty"`
 }
 
 // Marks the executor sends through OnDelta around each provider attempt,

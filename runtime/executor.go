@@ -87,7 +87,7 @@ func (x *Executor) Generate(ctx context.Context, sessionID string, w core.Genera
 		mark(DeltaBegin) // a retried attempt's answer starts again
 		defer mark(DeltaEnd)
 		onDelta = func(d provider.Delta) {
-			x.OnDelta(sessionID, GenerationDelta{RunID: w.RunID, Turn: w.Turn, Kind: d.Kind, Text: d.Text})
+			x.OnDelta(sessionID, GenerationDelta{RunID: w.RunID, Turn: w.Turn, Kind: d.Kind, Text: d.Text, CallID: d.CallID, Name: d.Name})
 		}
 	}
 	x, writes := x.stage()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cairn-agents/cairn/api"
 	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/runtime"
 	"github.com/cairn-agents/cairn/view"
 )
 
@@ -24,9 +25,52 @@ type follower struct {
 	names   map[string]string // call id → tool name
 	// in answers approval prompts; nil prints how to decide instead
 	in *bufio.Reader
-	// streaming is set while an answer's text is being printed as it
-	// streams, so the committed answer is not printed again.
+	// streaming is set once an answer's text has been printed as it
+	// streamed, so the committed answer is not printed again.
 	streaming bool
+	// open is set while the answer's text streams on an unfinished line.
+	open bool
+	// args are the streamed arguments of calls not shown yet, by call id;
+	// shownCalls are the calls shown once their arguments were whole.
+	args       map[string]string
+	shownCalls map[string]bool
+}
+
+// closeLine ends the line a stream left open.
+func (f *follower) closeLine() {
+	if f.open {
+		fmt.Fprintln(f.out)
+		f.open = false
+	}
+}
+
+// delta prints a piece of the followed run's answer as it streams: text
+// under "assistant>" as it comes, and a tool call's line once its
+// arguments are whole (they are a JSON object, so a piece completes them
+// when they parse).
+func (f *follower) delta(d runtime.GenerationDelta) {
+	switch {
+	case d.Kind == "text":
+		if !f.open {
+			if !f.streaming {
+				fmt.Fprint(f.out, "assistant>\n")
+			}
+			fmt.Fprint(f.out, "  ")
+			f.open, f.streaming = true, true
+		}
+		fmt.Fprint(f.out, strings.ReplaceAll(d.Text, "\n", "\n  "))
+	case d.Kind == "tool_arguments" && d.CallID != "" && !f.shownCalls[d.CallID]:
+		if f.args == nil {
+			f.args, f.shownCalls = map[string]string{}, map[string]bool{}
+		}
+		f.args[d.CallID] += d.Text
+		if args := f.args[d.CallID]; json.Valid([]byte(args)) {
+			f.closeLine()
+			fmt.Fprintf(f.out, "[turn %d] tool call %s %s\n", d.Turn, d.Name, oneLine(args, 120))
+			f.shownCalls[d.CallID], f.names[d.CallID] = true, d.Name
+			delete(f.args, d.CallID)
+		}
+	}
 }
 
 // follow prints the events of runID after `after` until the run completes,
@@ -78,12 +122,8 @@ func (f *follower) stream(ctx context.Context, runID string, after *int64) (stri
 	var status string
 	err := f.client.Stream(ctx, f.session, *after, func(se api.StreamEvent) error {
 		if d := se.Delta; d != nil {
-			if d.RunID == runID && d.Kind == "text" {
-				if !f.streaming {
-					fmt.Fprint(f.out, "assistant>\n  ")
-					f.streaming = true
-				}
-				fmt.Fprint(f.out, strings.ReplaceAll(d.Text, "\n", "\n  "))
+			if d.RunID == runID {
+				f.delta(*d)
 			}
 			return nil
 		}
@@ -92,6 +132,7 @@ func (f *follower) stream(ctx context.Context, runID string, after *int64) (stri
 		if !joins(ev, runID) {
 			return nil
 		}
+		f.closeLine()
 		if err := f.print(ctx, ev); err != nil {
 			return err
 		}
@@ -140,6 +181,9 @@ func (f *follower) print(ctx context.Context, ev api.EventView) error {
 		var p core.ToolCallStarted
 		_ = json.Unmarshal(ev.Payload, &p)
 		f.names[p.CallID] = p.Name
+		if f.shownCalls[p.CallID] {
+			return nil // its line went out as its arguments streamed
+		}
 		args, err := f.client.Get(ctx, p.Arguments.Digest)
 		if err != nil {
 			return err
@@ -242,8 +286,7 @@ func (f *follower) printEntry(ctx context.Context, e core.Entry) error {
 	case e.Kind == core.EntryToolResult:
 		fmt.Fprintf(f.out, "        result %s: %s\n", e.ToolName, oneLine(e.Preview, 120))
 	case e.Kind == core.EntryMessage && e.Role == core.RoleAssistant && f.streaming:
-		fmt.Fprintln(f.out) // its text went out as the model wrote it
-		f.streaming = false
+		f.streaming = false // its text went out as the model wrote it
 	case e.Kind == core.EntryMessage && e.Role == core.RoleAssistant:
 		text, err := view.ProjectText(ctx, f.client, e.Content)
 		if err != nil {

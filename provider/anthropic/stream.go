@@ -143,7 +143,11 @@ func (b *streamedBlock) add(delta []byte, onDelta func(provider.Delta)) error {
 	case "input_json_delta":
 		s, _ := rawjson.String(rawjson.Lookup(d, "partial_json"))
 		b.input.WriteString(s)
-		hear(provider.DeltaToolArguments, s)
+		if onDelta != nil && s != "" {
+			id, _ := rawjson.String(rawjson.Lookup(b.members, "id"))
+			name, _ := rawjson.String(rawjson.Lookup(b.members, "name"))
+			onDelta(provider.Delta{Kind: provider.DeltaToolArguments, Text: s, CallID: id, Name: name})
+		}
 		return nil
 	case "citations_delta":
 		b.cites = append(b.cites, rawjson.Lookup(d, "citation"))

@@ -45,9 +45,9 @@ type streamedMessage struct {
 	onDelta func(provider.Delta)
 }
 
-func (m *streamedMessage) delta(kind, text string) {
-	if m.onDelta != nil && text != "" {
-		m.onDelta(provider.Delta{Kind: kind, Text: text})
+func (m *streamedMessage) delta(d provider.Delta) {
+	if m.onDelta != nil && d.Text != "" {
+		m.onDelta(d)
 	}
 }
 
@@ -210,9 +210,9 @@ func (m *streamedMessage) add(delta []byte) error {
 			}
 			b.WriteString(s)
 			if d.Name == "content" || d.Name == "refusal" {
-				m.delta(provider.DeltaText, s)
+				m.delta(provider.Delta{Kind: provider.DeltaText, Text: s})
 			} else {
-				m.delta(provider.DeltaReasoning, s)
+				m.delta(provider.Delta{Kind: provider.DeltaReasoning, Text: s})
 			}
 		case d.Name == "tool_calls":
 			calls, err := rawjson.ArrayElements(d.Value)
@@ -281,7 +281,8 @@ func (m *streamedMessage) addCall(raw []byte) error {
 				}
 			case "arguments":
 				call.arguments.WriteString(s)
-				m.delta(provider.DeltaToolArguments, s)
+				id, _ := rawjson.String(call.raw["id"])
+				m.delta(provider.Delta{Kind: provider.DeltaToolArguments, Text: s, CallID: id, Name: call.name})
 			default:
 				call.fnRaw[g.Name] = g.Value
 			}

@@ -31,6 +31,7 @@ var deltaKinds = map[string]string{
 // arguments as it is read.
 func assembleStream(r io.Reader, onDelta func(provider.Delta)) ([]byte, error) {
 	var final []byte
+	calls := map[string][2]string{} // item id → the call's id and name, from output_item.added
 	err := httpx.ReadEvents(r, func(data []byte) (bool, error) {
 		ev, err := rawjson.ObjectMembers(data)
 		if err != nil {
@@ -47,9 +48,25 @@ func assembleStream(r io.Reader, onDelta func(provider.Delta)) ([]byte, error) {
 		case "error":
 			return false, &httpx.StreamError{Body: errorBody(data)}
 		}
-		if kind, ok := deltaKinds[typ]; ok && onDelta != nil {
+		if onDelta == nil {
+			return false, nil
+		}
+		if typ == "response.output_item.added" {
+			if item, err := rawjson.ObjectMembers(rawjson.Lookup(ev, "item")); err == nil {
+				id, _ := rawjson.String(rawjson.Lookup(item, "id"))
+				callID, _ := rawjson.String(rawjson.Lookup(item, "call_id"))
+				name, _ := rawjson.String(rawjson.Lookup(item, "name"))
+				calls[id] = [2]string{callID, name}
+			}
+		}
+		if kind, ok := deltaKinds[typ]; ok {
 			if s, _ := rawjson.String(rawjson.Lookup(ev, "delta")); s != "" {
-				onDelta(provider.Delta{Kind: kind, Text: s})
+				d := provider.Delta{Kind: kind, Text: s}
+				if kind == provider.DeltaToolArguments {
+					itemID, _ := rawjson.String(rawjson.Lookup(ev, "item_id"))
+					d.CallID, d.Name = calls[itemID][0], calls[itemID][1]
+				}
+				onDelta(d)
 			}
 		}
 		return false, nil
