@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,27 +27,7 @@ import (
 // whole answer once.
 func TestE2E_ChatPrintsTheAnswerAsItStreams(t *testing.T) {
 	release := make(chan struct{})
-	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		if !strings.Contains(string(body), `"stream":true,"stream_options":{"include_usage":true}`) {
-			http.Error(w, `{"error":{"message":"fake: a stream was not asked for"}}`, http.StatusBadRequest)
-			return
-		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		chunk := func(delta, finish string) {
-			fmt.Fprintf(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":%s,\"finish_reason\":%s}]}\n\n", delta, finish)
-			w.(http.Flusher).Flush()
-		}
-		chunk(`{"role":"assistant","content":"Streams "}`, "null")
-		select {
-		case <-release:
-		case <-r.Context().Done():
-			return
-		}
-		chunk(`{"content":"arrive in pieces."}`, "null")
-		chunk(`{}`, `"stop"`)
-		fmt.Fprint(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":4,\"total_tokens\":9}}\n\ndata: [DONE]\n\n")
-	}))
+	fake := httptest.NewServer(heldStream(release, "Streams ", "arrive in pieces.", `{"prompt_tokens":5,"completion_tokens":4,"total_tokens":9}`))
 	t.Cleanup(fake.Close)
 	t.Cleanup(func() {
 		select {
@@ -78,10 +59,7 @@ func TestE2E_KillDuringAStreamedAnswer(t *testing.T) {
 	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.ReadAll(r.Body)
 		w.Header().Set("Content-Type", "text/event-stream")
-		chunk := func(delta, finish string) {
-			fmt.Fprintf(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":%s,\"finish_reason\":%s}]}\n\n", delta, finish)
-			w.(http.Flusher).Flush()
-		}
+		chunk := func(delta, finish string) { writeChunk(w, delta, finish) }
 		if calls.Add(1) == 1 { // the first attempt: a piece, then nothing until the caller dies
 			chunk(`{"role":"assistant","content":"Half an ans"}`, "null")
 			held <- struct{}{}
@@ -200,10 +178,7 @@ func TestE2E_ChatShowsAStreamedToolCall(t *testing.T) {
 	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.ReadAll(r.Body)
 		w.Header().Set("Content-Type", "text/event-stream")
-		chunk := func(delta, finish string) {
-			fmt.Fprintf(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":%s,\"finish_reason\":%s}]}\n\n", delta, finish)
-			w.(http.Flusher).Flush()
-		}
+		chunk := func(delta, finish string) { writeChunk(w, delta, finish) }
 		if calls.Add(1) == 1 {
 			chunk(`{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"vfs_list_dir","arguments":""}}]}`, "null")
 			chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"{\"path\":"}}]}`, "null")
@@ -232,5 +207,39 @@ func TestE2E_ChatShowsAStreamedToolCall(t *testing.T) {
 	chat.mu.Unlock()
 	if strings.Count(out, "tool call vfs_list_dir") != 1 || !strings.Contains(out, "result vfs_list_dir:") || !strings.Contains(out, "assistant>\n  Nothing is there.\nrun completed") {
 		t.Fatalf("cairn chat printed:\n%s", out)
+	}
+}
+
+// writeChunk writes one Chat Completions stream chunk of a fake's answer
+// and flushes it, so the client has it while the fake holds the rest.
+func writeChunk(w http.ResponseWriter, delta, finish string) {
+	fmt.Fprintf(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":%s,\"finish_reason\":%s}]}\n\n", delta, finish)
+	w.(http.Flusher).Flush()
+}
+
+// heldStream is a Chat Completions fake that streams first, holds the
+// rest of its answer until release, then sends rest, the finish, usage
+// (when not "") and [DONE]. It refuses a request that asks for no stream
+// with its usage.
+func heldStream(release <-chan struct{}, first, rest, usage string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if !strings.Contains(string(body), `"stream":true,"stream_options":{"include_usage":true}`) {
+			http.Error(w, `{"error":{"message":"fake: a stream was not asked for"}}`, http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		writeChunk(w, `{"role":"assistant","content":`+strconv.Quote(first)+`}`, "null")
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		writeChunk(w, `{"content":`+strconv.Quote(rest)+`}`, "null")
+		writeChunk(w, `{}`, `"stop"`)
+		if usage != "" {
+			fmt.Fprintf(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[],\"usage\":%s}\n\n", usage)
+		}
+		fmt.Fprint(w, "data: [DONE]\n\n")
 	}
 }

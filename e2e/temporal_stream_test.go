@@ -2,10 +2,7 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"net/http"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,27 +20,7 @@ func TestE2E_TemporalStreamsDeltasToTheGatewaysClients(t *testing.T) {
 	release := make(chan struct{})
 	var once sync.Once
 	t.Cleanup(func() { once.Do(func() { close(release) }) })
-	fake.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		if !strings.Contains(string(body), `"stream":true`) {
-			http.Error(w, `{"error":{"message":"fake: a stream was not asked for"}}`, http.StatusBadRequest)
-			return
-		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		chunk := func(delta, finish string) {
-			fmt.Fprintf(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":%s,\"finish_reason\":%s}]}\n\n", delta, finish)
-			w.(http.Flusher).Flush()
-		}
-		chunk(`{"role":"assistant","content":"Streams "}`, "null")
-		select {
-		case <-release:
-		case <-r.Context().Done():
-			return
-		}
-		chunk(`{"content":"cross processes."}`, "null")
-		chunk(`{}`, `"stop"`)
-		fmt.Fprint(w, "data: [DONE]\n\n")
-	})
+	fake.srv.Config.Handler = heldStream(release, "Streams ", "cross processes.", "") // no usage, as Ollama
 	d := newTemporalDeployment(t, fake)
 	d.startWorker(t, "worker-1", cairnBin)
 	c := d.client()

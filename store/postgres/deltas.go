@@ -1,9 +1,9 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
 	"errors"
+	"strings"
 )
 
 // deltasChannel carries what a process wants other processes on the same
@@ -36,38 +36,17 @@ func (s *Store) PublishDelta(ctx context.Context, sessionID string, message []by
 // until ctx ends or the connection fails, which it returns. fn runs on the
 // listening goroutine, in publication order.
 func (s *Store) ListenDeltas(ctx context.Context, ready func(), fn func(sessionID string, message []byte)) error {
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return err
+	if ready == nil {
+		ready = func() {}
 	}
-	// The connection never goes back to the pool LISTENing.
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
-		defer cancel()
-		if _, err := conn.Exec(cctx, `UNLISTEN *`); err != nil {
-			_ = conn.Conn().Close(cctx)
-		}
-		conn.Release()
-	}()
-	if _, err := conn.Exec(ctx, `LISTEN `+deltasChannel); err != nil {
-		return err
-	}
-	if ready != nil {
-		ready()
-	}
-	prefix := []byte(s.universe + "\n")
-	for {
-		n, err := conn.Conn().WaitForNotification(ctx)
-		if err != nil {
-			return err
-		}
-		rest, ok := bytes.CutPrefix([]byte(n.Payload), prefix)
+	prefix := s.universe + "\n"
+	return listen(ctx, s.pool, deltasChannel, ready, func(payload string) {
+		rest, ok := strings.CutPrefix(payload, prefix)
 		if !ok {
-			continue // another universe's
+			return // another universe's
 		}
-		session, message, ok := bytes.Cut(rest, []byte("\n"))
-		if ok {
-			fn(string(session), message)
+		if session, message, ok := strings.Cut(rest, "\n"); ok {
+			fn(session, []byte(message))
 		}
-	}
+	})
 }

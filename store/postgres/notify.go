@@ -134,9 +134,22 @@ func (h *appendHub) start() {
 const listenRetryDelay = time.Second
 
 func (h *appendHub) listen(ctx context.Context, ready chan struct{}) {
-	conn, err := h.pool.Acquire(ctx)
+	_ = listen(ctx, h.pool, appendsChannel, func() { close(ready) }, func(payload string) {
+		h.mu.Lock()
+		for w := range h.waiters[payload] {
+			w.wake()
+		}
+		h.mu.Unlock()
+	})
+}
+
+// listen holds a connection LISTENing on channel and calls fn with each
+// notification's payload, in order, until ctx ends or the connection
+// fails, which it returns; ready is called once LISTEN is in effect.
+func listen(ctx context.Context, pool *pgxpool.Pool, channel string, ready func(), fn func(payload string)) error {
+	conn, err := pool.Acquire(ctx)
 	if err != nil {
-		return
+		return err
 	}
 	// The connection never goes back to the pool LISTENing.
 	defer func() {
@@ -147,20 +160,16 @@ func (h *appendHub) listen(ctx context.Context, ready chan struct{}) {
 		}
 		conn.Release()
 	}()
-	if _, err := conn.Exec(ctx, `LISTEN `+appendsChannel); err != nil {
-		return
+	if _, err := conn.Exec(ctx, `LISTEN `+channel); err != nil {
+		return err
 	}
-	close(ready)
+	ready()
 	for {
 		n, err := conn.Conn().WaitForNotification(ctx)
 		if err != nil {
-			return
+			return err
 		}
-		h.mu.Lock()
-		for w := range h.waiters[n.Payload] {
-			w.wake()
-		}
-		h.mu.Unlock()
+		fn(n.Payload)
 	}
 }
 
