@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/cairn-agents/cairn/internal/sse"
 	"io"
 	"io/fs"
 	"maps"
@@ -43,51 +44,44 @@ import (
 // BenchmarkServeLongChat is a long chat of short turns without tools:
 // CAIRN_BENCH_TURNS of them (1,000).
 func BenchmarkServeLongChat(b *testing.B) {
-	turns := 1000
+	runScenario(b, scenario{turns: benchTurns(b), respond: func([]byte) string { return textResponse("chatcmpl-bench", "Noted.") }})
+}
+
+// BenchmarkServeLongChatStreamed is BenchmarkServeLongChat with the
+// answers streamed: what streaming costs the server per turn.
+// (BenchmarkServeLongChat's provider record says "stream": false.)
+func BenchmarkServeLongChatStreamed(b *testing.B) {
+	runScenario(b, scenario{turns: benchTurns(b), stream: true, respond: func([]byte) string { return textResponse("chatcmpl-bench", "Noted, in a few words.") }})
+}
+
+// BenchmarkServeLongKinds is the long chat on the other API kinds, whole
+// and streamed: Anthropic Messages, whose streamed message is rebuilt
+// from its block events, and Responses, whose stream ends with the
+// response.
+func BenchmarkServeLongKinds(b *testing.B) {
+	answers := map[string]string{
+		core.APIAnthropicMessages: `{"id":"msg_bench","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"Noted, in a few words."}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":10,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":6}}`,
+		core.APIOpenAIResponses:   `{"id":"resp_bench","object":"response","created_at":1,"status":"completed","model":"m","output":[{"id":"msg_bench","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","text":"Noted, in a few words.","annotations":[]}]}],"usage":{"input_tokens":10,"input_tokens_details":{"cached_tokens":0},"output_tokens":6,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":16}}`,
+	}
+	for _, kind := range []string{core.APIAnthropicMessages, core.APIOpenAIResponses} {
+		for _, stream := range []bool{false, true} {
+			b.Run(fmt.Sprintf("%s/stream=%t", kind, stream), func(b *testing.B) {
+				runScenario(b, scenario{turns: benchTurns(b), apiKind: kind, stream: stream, respond: func([]byte) string { return answers[kind] }})
+			})
+		}
+	}
+}
+
+// benchTurns is CAIRN_BENCH_TURNS (at least 10), or 1,000.
+func benchTurns(b *testing.B) int {
 	if v := os.Getenv("CAIRN_BENCH_TURNS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 10 {
 			b.Fatalf("CAIRN_BENCH_TURNS=%q: want a number of at least 10", v)
 		}
-		turns = n
+		return n
 	}
-	runScenario(b, scenario{turns: turns, respond: func([]byte) string { return textResponse("chatcmpl-bench", "Noted.") }})
-}
-
-// BenchmarkServeLongChatStreamed is BenchmarkServeLongChat with the
-// answers streamed (a provider record with "stream": true): what
-// streaming costs the server per turn.
-func BenchmarkServeLongChatStreamed(b *testing.B) {
-	turns := 1000
-	if v := os.Getenv("CAIRN_BENCH_TURNS"); v != "" {
-		if n, err := strconv.Atoi(v); err == nil && n >= 10 {
-			turns = n
-		}
-	}
-	runScenario(b, scenario{turns: turns, stream: true, respond: func([]byte) string { return textResponse("chatcmpl-bench", "Noted, in a few words.") }})
-}
-
-// asStream is a text answer as a Chat Completions event stream: its text
-// in two pieces, the finish reason, usage and [DONE].
-func asStream(b *testing.B, answer string) string {
-	var resp struct {
-		Choices []struct {
-			Message struct {
-				Content string `json:"content"`
-			} `json:"message"`
-		} `json:"choices"`
-	}
-	if err := json.Unmarshal([]byte(answer), &resp); err != nil || len(resp.Choices) == 0 {
-		b.Fatalf("asStream: %v", err)
-	}
-	text := resp.Choices[0].Message.Content
-	half := len(text) / 2
-	chunk := func(delta, finish string) string {
-		return "data: {\"id\":\"chatcmpl-bench\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":" + delta + ",\"finish_reason\":" + finish + "}]}\n\n"
-	}
-	q := func(s string) string { j, _ := json.Marshal(s); return string(j) }
-	return chunk(`{"role":"assistant","content":`+q(text[:half])+`}`, "null") + chunk(`{"content":`+q(text[half:])+`}`, "null") +
-		chunk(`{}`, `"stop"`) + "data: {\"id\":\"chatcmpl-bench\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":4,\"total_tokens\":14}}\n\ndata: [DONE]\n\n"
+	return 1000
 }
 
 // BenchmarkServeReread is 100 turns that each read one 256 KiB file of a
@@ -126,10 +120,12 @@ type scenario struct {
 	// it links at /work (none when empty).
 	tools []string
 	files map[string]string
-	// respond answers a Chat Completions request body.
+	// respond answers a request body in the session's API kind.
 	respond func(body []byte) string
+	// apiKind is the session's API kind ("": Chat Completions).
+	apiKind string
 	// stream has the provider record ask for streams, and the fake send
-	// its text answers as event streams.
+	// its answers as the provider's event streams.
 	stream bool
 }
 
@@ -176,8 +172,12 @@ func runScenario(b *testing.B, sc scenario) scenarioResult {
 		answer := sc.respond(body)
 		mu.Unlock()
 		if sc.stream {
+			stream, err := sse.For(r.URL.Path, []byte(answer))
+			if err != nil {
+				b.Error(err)
+			}
 			w.Header().Set("Content-Type", "text/event-stream")
-			_, _ = io.WriteString(w, asStream(b, answer))
+			_, _ = w.Write(stream)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -186,7 +186,7 @@ func runScenario(b *testing.B, sc scenario) scenarioResult {
 	b.Cleanup(fake.Close)
 	dir := b.TempDir()
 	cfg := filepath.Join(dir, "providers.json")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, `{"providers":{"fake":{"baseUrl":%q,"stream":%t}}}`, fake.URL+"/v1", sc.stream), 0o600); err != nil {
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, `{"providers":{"fake":{"baseUrl":%q,"stream":%t,"apiKinds":["chat_completions","openai_responses","anthropic_messages"]}}}`, fake.URL+"/v1", sc.stream), 0o600); err != nil {
 		b.Fatal(err)
 	}
 	data := filepath.Join(dir, "data")
@@ -196,7 +196,11 @@ func runScenario(b *testing.B, sc scenario) scenarioResult {
 		srv := startServeBin(b, bin, []string{"--data", data, "--config", cfg, "--gc-interval", "0"})
 		c := srv.client()
 		ctx := context.Background()
-		params := api.CreateSessionParams{Model: core.ModelSelection{ProviderID: "fake", APIKind: core.APIChatCompletions, Model: "m"}, Tools: sc.tools}
+		kind := sc.apiKind
+		if kind == "" {
+			kind = core.APIChatCompletions
+		}
+		params := api.CreateSessionParams{Model: core.ModelSelection{ProviderID: "fake", APIKind: kind, Model: "m"}, Tools: sc.tools}
 		if len(sc.files) > 0 {
 			if _, err := c.CreateWorkspace(ctx, api.WorkspaceCreateParams{Workspace: "bench"}); err != nil {
 				b.Fatal(err)
