@@ -137,7 +137,7 @@ func lowerParts(ctx context.Context, blobs blob.Store, req provider.Request, opt
 	}
 	buf.WriteString(`,"input":[`)
 	parts := make(net.Buffers, 0, 2*len(l.items)+2)
-	parts = provider.AppendMembers(append(parts, buf.Bytes()), nil, l.items)
+	parts = provider.AppendMembers(append(parts, buf.Bytes()), l.took.Members(), l.items[len(l.took.Pieces):])
 	var tail bytes.Buffer
 	tail.WriteByte(']')
 	var cm []byte
@@ -273,10 +273,13 @@ func lowerEntries(ctx context.Context, blobs blob.Store, entries []core.Entry) (
 }
 
 // loweredEntries are the joined instructions (nil when there are none)
-// and the input items, each a piece: its bytes and cache segment.
+// and the input items, each a piece: its bytes and cache segment. took is
+// what the items took from the last request's kept prefix: they start
+// with its pieces.
 type loweredEntries struct {
 	instructions *provider.Piece
 	items        []*provider.Piece
+	took         provider.Kept
 }
 
 // lowerEntryList lowers entries to the joined instructions and the input
@@ -316,8 +319,16 @@ func lowerEntryList(ctx context.Context, blobs blob.Store, entries []core.Entry,
 		l.instructions = it
 	}
 
+	// A request that starts with the last one's entries takes the items
+	// lowered from them (provider.PieceScope.Prefix) and lowers the rest.
+	l.took = pieces.Prefix(entries)
 	l.items = make([]*provider.Piece, 0, len(entries))
-	for i, e := range entries {
+	l.items = append(l.items, l.took.Pieces...)
+	// restart is the last entry before which no reasoning item waits to
+	// know what follows it, and before how many items came before it.
+	restart, before := l.took.Entries, len(l.items)
+	for i := l.took.Entries; i < len(entries); i++ {
+		e := entries[i]
 		if e.Kind == core.EntryInstructions {
 			continue
 		}
@@ -338,7 +349,11 @@ func lowerEntryList(ctx context.Context, blobs blob.Store, entries []core.Entry,
 			it = pieces.Keep(e.Kind, []core.Entry{e}, raw)
 		}
 		l.items = append(l.items, it)
+		if e.Kind != core.EntryReasoning {
+			restart, before = i+1, len(l.items)
+		}
 	}
+	pieces.KeepPrefix(entries, restart, l.items[:before], l.took)
 	return l, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/cairn-agents/cairn/blob"
@@ -33,6 +34,20 @@ func TestPiecesLowerTheSameRequest(t *testing.T) {
 		check(name)
 		b.user("and then?")
 		check(name + ", next question")
+	}
+
+	// A context that ends in a reasoning item leaves it out (nothing
+	// follows it yet); once its item follows, the next request, taking the
+	// last one's kept prefix, sends both.
+	all := slices.Clone(b.entries)
+	r := slices.IndexFunc(all, func(e core.Entry) bool { return e.Kind == core.EntryReasoning })
+	if r < 0 || r+1 >= len(all) {
+		t.Fatal("no reasoning item in the payloads")
+	}
+	fresh := provider.NewPieces(64 << 20)
+	for _, n := range []int{r + 1, r + 2, len(all)} {
+		b.entries = all[:n]
+		sameFromPieces(t, "a context of "+strconv.Itoa(n)+" entries", b, fresh, true)
 	}
 
 	cut := map[string]bool{}
