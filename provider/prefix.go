@@ -22,6 +22,11 @@ type loweredPrefix struct {
 	// one place instead of from thousands.
 	members core.SharedSlice[byte]
 	size    int64
+	// state is what an adapter that keeps no pieces per entry kept instead
+	// (KeepPrefixState): its lowering's state after the prefix, and the
+	// bytes of size that are its.
+	state      any
+	stateBytes int64
 }
 
 // Kept is what a request takes from the last one's prefix (the zero Kept:
@@ -31,7 +36,10 @@ type Kept struct {
 	// Callers must not modify them.
 	Pieces  []*Piece
 	Entries int
-	from    *loweredPrefix
+	// State is the adapter's state after the prefix, when it kept one
+	// (KeepPrefixState) instead of pieces. Callers must not modify it.
+	State any
+	from  *loweredPrefix
 }
 
 // Members are the pieces' bytes joined by commas, as JSON array members.
@@ -63,7 +71,7 @@ func (s *PieceScope) Prefix(entries []core.Entry) Kept {
 			return Kept{}
 		}
 	}
-	return Kept{Pieces: p.pieces.Items(), Entries: len(ids), from: p}
+	return Kept{Pieces: p.pieces.Items(), Entries: len(ids), State: p.state, from: p}
 }
 
 // KeepPrefix keeps, for the session's next request, that lowering
@@ -105,6 +113,29 @@ func (s *PieceScope) KeepPrefix(entries []core.Entry, at int, pieces []*Piece, t
 	p.ids = last.ids.Extend(took.Entries, ids...)
 	p.pieces = last.pieces.Extend(len(took.Pieces), added...)
 	p.members = last.members.Extend(len(last.members.Items()), members...)
+	s.pieces.Put(s.prefixKey(), p, p.size)
+}
+
+// KeepPrefixState keeps, for the session's next request, an adapter's
+// state after lowering entries[:at], for an adapter whose lowering is a
+// fold over the entries: the next request whose entries start with these
+// goes on from state. size is what state holds beyond the pieces it
+// shares. took is what this request took from the last one's prefix.
+func (s *PieceScope) KeepPrefixState(entries []core.Entry, at int, state any, size int64, took Kept) {
+	if s == nil || at <= 0 {
+		return
+	}
+	last := took.from
+	if last == nil || at < took.Entries {
+		last, took = &loweredPrefix{}, Kept{}
+	}
+	var ids []string
+	idsSize := last.size - last.stateBytes
+	for _, e := range entries[took.Entries:at] {
+		ids = append(ids, e.ID)
+		idsSize += int64(len(e.ID)) + 16 + 8
+	}
+	p := &loweredPrefix{ids: last.ids.Extend(took.Entries, ids...), state: state, stateBytes: size, size: idsSize + size}
 	s.pieces.Put(s.prefixKey(), p, p.size)
 }
 

@@ -72,9 +72,22 @@ func lowerContext(ctx context.Context, blobs blob.Store, entries []core.Entry, p
 		}
 		return data, nil
 	}
+	// Lowering is a fold over the entries: a request that starts with the
+	// last one's entries goes on from the state the last one kept
+	// (provider.PieceScope.Prefix), copied so that state stays as it was.
 	var c conversation
+	took := pieces.Prefix(entries)
+	if kept, ok := took.State.(*conversation); ok {
+		c.system = slices.Clip(kept.system)
+		c.messages = append(make([]message, 0, len(kept.messages)+4), kept.messages...)
+		if n := len(c.messages); n > 0 {
+			c.messages[n-1].blocks = slices.Clip(c.messages[n-1].blocks)
+		}
+	} else {
+		took = provider.Kept{}
+	}
 	var key []byte // scratch
-	for _, e := range entries {
+	for _, e := range entries[took.Entries:] {
 		key = pieces.AppendKey(key[:0], e)
 		v, ok := pieces.Get(key)
 		p, _ := v.(*entryPiece)
@@ -91,6 +104,13 @@ func lowerContext(ctx context.Context, blobs blob.Store, entries []core.Entry, p
 		}
 		c.messages = appendBlocks(c.messages, p.role, p.blocks)
 	}
+	// What the state holds besides the pieces it shares: the message and
+	// block headers.
+	size := int64(48*len(c.messages) + 40*len(c.system))
+	for _, m := range c.messages {
+		size += int64(40 * len(m.blocks))
+	}
+	pieces.KeepPrefixState(entries, len(entries), &conversation{system: c.system, messages: c.messages}, size, took)
 	c.messages = normalize(c.messages)
 	return c, nil
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cairn-agents/cairn/blob"
+	"github.com/cairn-agents/cairn/content"
 	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/provider"
 )
@@ -87,4 +88,31 @@ func lowerForTest(t *testing.T, step string, blobs blob.Store, req provider.Requ
 		t.Fatalf("%s: %v", step, err)
 	}
 	return body, segs
+}
+
+// The state a request keeps for the next one is never written by the next:
+// a request that goes on from it and fails (a blob it needs is missing)
+// leaves it as it was, and the request after gives the same bytes as one
+// lowered from the blobs. The user messages that follow merge into the
+// kept state's last message, which is where a shared state would change.
+func TestKeptStateSurvivesAFailedRequest(t *testing.T) {
+	warm := provider.NewPieces(64 << 20)
+	b := goldenContext(t)
+	b.user("first")
+	sameFromPieces(t, "the kept request", b, nil, warm, false)
+	kept := slices.Clone(b.entries)
+
+	b.user("steering that merges into the last user message")
+	b.user("and a message whose blob is missing")
+	missing := b.entries[len(b.entries)-1]
+	missing.ID, missing.Content.Digest = "e-missing", content.Sum([]byte("a blob nobody stored"))
+	b.entries[len(b.entries)-1] = missing
+	req := b.request()
+	req.Pieces = warm
+	if _, err := Lower(context.Background(), b.blobs, req); err == nil {
+		t.Fatal("a request whose blob is missing was lowered")
+	}
+
+	b.entries = append(kept, b.add(core.EntryInput{Kind: core.EntryMessage, Role: core.RoleUser, Content: b.put([]byte("another"), "text/plain")}, core.SourceUser))
+	sameFromPieces(t, "after the failed request", b, nil, warm, false)
 }
