@@ -38,6 +38,9 @@ func TestE2E_HostedModeOnPostgresAndS3(t *testing.T) {
 	srv := startServeWith(t, []string{"--config", cfg, "--s3-endpoint", s3.Endpoint, "--s3-bucket", s3.Bucket, "--s3-prefix", s3.Prefix},
 		append(env, "FAKE_CHAT_KEY="+fakeKey, "AWS_ACCESS_KEY_ID="+s3.AccessKey, "AWS_SECRET_ACCESS_KEY="+s3.SecretKey)...)
 	ctx := context.Background()
+	if status, body := probe(t, srv.addr, "/readyz"); status != http.StatusOK || checksOf(body) != "store=ok objects=ok" {
+		t.Fatalf("/readyz without a key: %d %v", status, body)
+	}
 
 	// Without a key, or with an unknown one: 401 and nothing happens.
 	resp, err := http.Post("http://"+srv.addr+"/rpc", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"session/create","params":{"sessionId":"x","model":{"providerId":"fake","apiKind":"chat_completions","model":"m"}}}`))

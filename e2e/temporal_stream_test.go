@@ -23,6 +23,9 @@ func TestE2E_TemporalStreamsDeltasToTheGatewaysClients(t *testing.T) {
 	fake.srv.Config.Handler = heldStream(release, "Streams ", "cross processes.", "") // no usage, as Ollama
 	d := newTemporalDeployment(t, fake)
 	d.startWorker(t, "worker-1", cairnBin)
+	if status, body := probe(t, d.srv.addr, "/readyz"); status != 200 || checksOf(body) != "store=ok temporal=ok" {
+		t.Fatalf("/readyz of the gateway: %d %v", status, body)
+	}
 	c := d.client()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -26,8 +26,9 @@ func rootCommand() *cobra.Command {
 		Short:         "Cairn is a durable agent runtime",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       readBuildInfo().String(), // --version
 	}
-	root.AddCommand(serveCommand(), workerCommand(), migrateCommand(), universeCommand(), chatCommand(), demoCommand(), sessionsCommand(), sessionCommand(), eventsCommand(), contextCommand(), vfsCommand(), transcriptCommand(), cacheCommand(), gcCommand(), storageCommand(), toolsCommand(), approvalsCommand(), mcpCommand())
+	root.AddCommand(versionCommand(), serveCommand(), workerCommand(), migrateCommand(), universeCommand(), chatCommand(), demoCommand(), sessionsCommand(), sessionCommand(), eventsCommand(), contextCommand(), vfsCommand(), transcriptCommand(), cacheCommand(), gcCommand(), storageCommand(), toolsCommand(), approvalsCommand(), mcpCommand())
 	return root
 }
 

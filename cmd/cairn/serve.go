@@ -95,6 +95,7 @@ func serve(ctx context.Context, cmd *cobra.Command, o serveOptions) error {
 	defer closeMCP()
 	hostOpts := hostOptions{resolver: providerResolver(o), logger: logger, maxIdleSessions: o.maxIdleSessions, idleTTL: o.idleSessionTTL, mcp: mcp}
 	var hosts api.Hosts
+	var ready []readyCheck
 	if o.maxResponseBytes <= 0 {
 		return fmt.Errorf("--max-response-bytes %d: give a positive size", o.maxResponseBytes)
 	}
@@ -111,12 +112,14 @@ func serve(ctx context.Context, cmd *cobra.Command, o serveOptions) error {
 		}
 		defer st.close()
 		hosts = api.SingleHost{Host: st.host}
+		ready = append(ready, sqliteReady(st.store))
 		logger.Info("embedded store", "data", o.dataDir)
 	} else {
-		uh, closeAll, err := openHosted(ctx, o, hostOpts)
+		uh, checks, closeAll, err := openHosted(ctx, o, hostOpts)
 		if err != nil {
 			return err
 		}
+		ready = checks
 		defer closeAll()
 		hosts = uh
 		logger.Info("hosted store", "s3", o.s3.Bucket != "", "temporal", o.temporal.address)
@@ -146,7 +149,7 @@ func serve(ctx context.Context, cmd *cobra.Command, o serveOptions) error {
 	}
 	rpc := api.NewServerFor(hosts, rpcOpts)
 	srv := &http.Server{
-		Handler:           rpc.Protect(web.WithAPI(rpc.Handler())),
+		Handler:           withHealth(rpc.Protect(web.WithAPI(rpc.Handler())), ready, logger),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	logger.Info("cairn serving", "rpc", "http://"+ln.Addr().String()+"/rpc")
@@ -191,20 +194,25 @@ func openHostedStore(ctx context.Context, o serveOptions) (*postgres.DB, objstor
 }
 
 // openHosted starts the hosted mode's per-universe hosts: local hosts that
-// drive sessions in this process, or gateways to Temporal workflows.
-func openHosted(ctx context.Context, o serveOptions, hostOpts hostOptions) (*universeHosts, func(), error) {
+// drive sessions in this process, or gateways to Temporal workflows. It
+// returns what /readyz checks of them.
+func openHosted(ctx context.Context, o serveOptions, hostOpts hostOptions) (*universeHosts, []readyCheck, func(), error) {
 	db, objects, err := openHostedStore(ctx, o)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	ready := []readyCheck{postgresReady(db)}
+	if objects != nil {
+		ready = append(ready, objectsReady(objects))
 	}
 	if o.temporal.address != "" {
 		c, err := o.temporal.dial(hostOpts.logger)
 		if err != nil {
 			db.Close()
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		uh := newUniverseHosts(db, objects, gatewayStarter(c, o.temporal.queue, temporal.SessionArgs{HeartbeatTimeoutMs: o.heartbeatTimeout.Milliseconds()}))
-		return uh, func() { uh.close(); c.Close(); db.Close() }, nil
+		return uh, append(ready, temporalReady(c)), func() { uh.close(); c.Close(); db.Close() }, nil
 	}
 	uh := newUniverseHosts(db, objects, func(ctx context.Context, _ string, st *postgres.Store) (api.Host, func(), error) {
 		h, err := startHost(ctx, st, st, st, hostOpts)
@@ -216,9 +224,9 @@ func openHosted(ctx context.Context, o serveOptions, hostOpts hostOptions) (*uni
 	if err := uh.startAll(ctx); err != nil {
 		uh.close()
 		db.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return uh, func() { uh.close(); db.Close() }, nil
+	return uh, ready, func() { uh.close(); db.Close() }, nil
 }
 
 // heartbeatTimeoutFromEnv reads CAIRN_HEARTBEAT_TIMEOUT unless the flag was given.
