@@ -205,7 +205,7 @@ func (s *Server) serveRPC(w http.ResponseWriter, r *http.Request) {
 			"send the request with Content-Type: application/json")
 		return
 	}
-	host, err := s.hosts.HostFor(r.Context(), bearerToken(r))
+	host, err := s.hosts.HostFor(r.Context(), BearerToken(r))
 	if err != nil {
 		status, rpcErr := http.StatusUnauthorized, newError(CodeDomain, KindUnauthorized, "a valid API key is required: send Authorization: Bearer KEY")
 		if !errors.Is(err, ErrUnauthorized) {
@@ -394,8 +394,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 func invalidParams(msg string) error { return newError(CodeInvalidParams, KindInvalidParams, msg) }
 
-// bearerToken returns the token of an "Authorization: Bearer" header, or "".
-func bearerToken(r *http.Request) string {
+// BearerToken returns the token of an "Authorization: Bearer" header, or "".
+func BearerToken(r *http.Request) string {
 	h := r.Header.Get("Authorization")
 	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
 		return strings.TrimSpace(h[7:])

@@ -37,7 +37,7 @@ type DeltaHost interface {
 // A hosted server wants the universe's key as a Bearer token, as for
 // /rpc. The stream ends when the client leaves.
 func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
-	host, err := s.hosts.HostFor(r.Context(), bearerToken(r))
+	host, err := s.hosts.HostFor(r.Context(), BearerToken(r))
 	if err != nil {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="cairn"`)
 		writeRefusal(w, http.StatusUnauthorized, KindUnauthorized, "a valid API key is required: send Authorization: Bearer KEY")

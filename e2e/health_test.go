@@ -1,11 +1,16 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
+	"io"
+	"net"
 	"net/http"
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/cairn-agents/cairn/api"
 )
 
 // probe GETs path on the server with the Host a probe from elsewhere
@@ -60,4 +65,72 @@ func TestE2E_HealthAndVersion(t *testing.T) {
 	if lines := strings.Split(strings.TrimSpace(string(out)), "\n"); err != nil || len(lines) < 3 || !strings.HasPrefix(lines[0], "cairn ") || !strings.HasPrefix(lines[1], "commit ") || !strings.HasPrefix(lines[2], "go go1.") {
 		t.Fatalf("cairn version: %v %s", err, out)
 	}
+}
+
+// scrape GETs /metrics (with key when not "") and returns the status and
+// the text.
+func scrape(t *testing.T, addr, key string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// A run through `cairn serve` is counted at /metrics: the run, its turn,
+// the provider call with its API kind and provider, the tokens and the
+// sessions in memory; no session id is a label.
+func TestE2E_MetricsCountARun(t *testing.T) {
+	dir := t.TempDir()
+	fake := newFakeChat(t, fakeKey)
+	fake.script(fakeStep{body: textResponse("chatcmpl-m1", "Counted.")})
+	srv := startServe(t, dir+"/data", writeProviderConfig(t, dir, fake), fakeKey)
+	c := srv.client()
+	ctx := context.Background()
+	created, err := c.CreateSession(ctx, api.CreateSessionParams{SessionID: "metered", Model: fakeModel()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := c.StartRun(ctx, api.RunStartParams{SessionID: created.SessionID, Input: textInput("Count me.")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitRun(t, c, created.SessionID, run.RunID)
+	status, text := scrape(t, srv.addr, "")
+	for _, want := range []string{
+		`cairn_runs_total{status="completed"} 1`,
+		`cairn_turns_total 1`,
+		`cairn_provider_request_seconds_count{api_kind="chat_completions",provider="fake"} 1`,
+		`cairn_tokens_total{kind="input"} `,
+		`cairn_sessions_in_memory 1`,
+		`cairn_queued_runs 0`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if status != http.StatusOK || strings.Contains(text, "metered") || strings.Contains(text, run.RunID) {
+		t.Fatalf("/metrics: %d\n%s", status, text)
+	}
+}
+
+// freeAddr is a loopback address with a port free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }

@@ -41,6 +41,13 @@ func TestE2E_HostedModeOnPostgresAndS3(t *testing.T) {
 	if status, body := probe(t, srv.addr, "/readyz"); status != http.StatusOK || checksOf(body) != "store=ok objects=ok" {
 		t.Fatalf("/readyz without a key: %d %v", status, body)
 	}
+	// /metrics counts every universe's work: beside the API it needs a key.
+	if status, _ := scrape(t, srv.addr, ""); status != http.StatusUnauthorized {
+		t.Fatalf("/metrics without a key: HTTP %d", status)
+	}
+	if status, text := scrape(t, srv.addr, keyB); status != http.StatusOK || !strings.Contains(text, "cairn_runs_total") {
+		t.Fatalf("/metrics with a key: HTTP %d", status)
+	}
 
 	// Without a key, or with an unknown one: 401 and nothing happens.
 	resp, err := http.Post("http://"+srv.addr+"/rpc", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"session/create","params":{"sessionId":"x","model":{"providerId":"fake","apiKind":"chat_completions","model":"m"}}}`))

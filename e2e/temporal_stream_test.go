@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"io"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,7 +23,8 @@ func TestE2E_TemporalStreamsDeltasToTheGatewaysClients(t *testing.T) {
 	t.Cleanup(func() { once.Do(func() { close(release) }) })
 	fake.srv.Config.Handler = heldStream(release, "Streams ", "cross processes.", "") // no usage, as Ollama
 	d := newTemporalDeployment(t, fake)
-	d.startWorker(t, "worker-1", cairnBin)
+	metricsAddr := freeAddr(t)
+	d.startWorker(t, "worker-1", cairnBin, "--metrics-listen", metricsAddr)
 	if status, body := probe(t, d.srv.addr, "/readyz"); status != 200 || checksOf(body) != "store=ok temporal=ok" {
 		t.Fatalf("/readyz of the gateway: %d %v", status, body)
 	}
@@ -96,5 +98,12 @@ func TestE2E_TemporalStreamsDeltasToTheGatewaysClients(t *testing.T) {
 	}
 	if got := waitRun(t, c, sid, run.RunID); got.Output == nil || got.Output.VisibleText() != "Streams cross processes." {
 		t.Fatalf("run = %s", mustJSON(t, got))
+	}
+	// The worker made the provider call and appended the run's end: its
+	// metrics, on their own listener, count both.
+	status, text := scrape(t, metricsAddr, "")
+	if status != 200 || !strings.Contains(text, `cairn_provider_request_seconds_count{api_kind="chat_completions",provider="fake"} 1`) ||
+		!strings.Contains(text, `cairn_runs_total{status="completed"} 1`) {
+		t.Fatalf("the worker's /metrics: %d\n%s", status, text)
 	}
 }

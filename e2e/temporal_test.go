@@ -45,10 +45,11 @@ func newTemporalDeployment(t *testing.T, fake *fakeChat, serveFlags ...string) *
 }
 
 // startWorker starts `cairn worker` (bin cairnBin) or the test worker (bin
-// workerBin, which takes the same flags) and waits until it polls.
-func (d *temporalDeployment) startWorker(t *testing.T, name, bin string) *proc {
+// workerBin, which takes the same flags), with extra flags, and waits until
+// it polls.
+func (d *temporalDeployment) startWorker(t *testing.T, name, bin string, extra ...string) *proc {
 	t.Helper()
-	args := []string{"--postgres", d.pg, "--temporal", d.temporal, "--task-queue", d.queue, "--config", d.config}
+	args := append([]string{"--postgres", d.pg, "--temporal", d.temporal, "--task-queue", d.queue, "--config", d.config}, extra...)
 	if bin == cairnBin {
 		args = append([]string{"worker"}, args...)
 	}

@@ -68,6 +68,9 @@ type Collector struct {
 	// MaxRowsPerPass), for tests.
 	PageSize, MaxRows int
 	Logger            *slog.Logger
+	// OnPass, when set, hears each scheduled pass's stats or error (Run),
+	// for metrics; a pass another process led is not one of them.
+	OnPass func(Stats, error)
 	// AfterScan, for tests, runs between a page's scan and its delete.
 	AfterScan func(universe string, candidates []content.Digest)
 

@@ -31,6 +31,9 @@ func (c *Collector) Run(ctx context.Context, interval time.Duration, opt Options
 		}
 		start := time.Now()
 		st, err := c.Collect(ctx, opt)
+		if c.OnPass != nil && ctx.Err() == nil && !(err == nil && st.LeaderBusy && st.UniversesScanned == 0) {
+			c.OnPass(st, err)
+		}
 		switch {
 		case ctx.Err() != nil:
 			return

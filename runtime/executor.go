@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 	"unicode/utf8"
 
 	"github.com/cairn-agents/cairn/blob"
@@ -39,6 +40,8 @@ type Executor struct {
 	MCP MCPServers
 	// Children runs sub-agents (agent_run); nil means the host runs none.
 	Children Children
+	// Observer hears each provider call and generation (nil: nobody).
+	Observer Observer
 	// OnDelta hears the pieces of streamed answers as they arrive, for
 	// clients to show, between a DeltaBegin and a DeltaEnd mark for each
 	// provider attempt; nil means nobody listens.
@@ -91,6 +94,7 @@ func (x *Executor) Generate(ctx context.Context, sessionID string, w core.Genera
 		}
 	}
 	x, writes := x.stage()
+	began := time.Now()
 	out, err := adapter.Generate(ctx, x.Blobs, provider.Request{
 		SessionID:  sessionID,
 		Model:      w.Config.Model,
@@ -101,6 +105,9 @@ func (x *Executor) Generate(ctx context.Context, sessionID string, w core.Genera
 		Pieces:     x.Pieces,
 		OnDelta:    onDelta,
 	})
+	if x.Observer != nil {
+		x.Observer.ProviderCall(w.Config.Model.APIKind, w.Config.Model.ProviderID, time.Since(began), err != nil)
+	}
 	if err != nil {
 		return core.GenerationResult{}, err
 	}
@@ -143,9 +150,16 @@ func (x *Executor) cacheFacts(ctx context.Context, sessionID string, w core.Gene
 		return nil
 	}
 	model := w.Config.Model
-	ref, err := x.putSegments(ctx, sessionID, w.LastSegments, out.Segments)
+	ref, keep, err := x.putSegments(ctx, sessionID, w.LastSegments, out.Segments)
 	if err != nil {
 		return nil
+	}
+	if x.Observer != nil {
+		fraction := -1.0
+		if total := core.SegmentTotal(out.Segments); keep >= 0 && total > 0 {
+			fraction = float64(core.SegmentTotal(out.Segments[:keep])) / float64(total)
+		}
+		x.Observer.Generated(out.Usage, fraction)
 	}
 	return &core.CacheFacts{ProviderID: model.ProviderID, APIKind: model.APIKind, Model: model.Model, RequestBytes: out.RequestBytes,
 		SegmentBytes: core.SegmentTotal(out.Segments), SegmentCount: len(out.Segments), Segments: ref}

@@ -10,5 +10,6 @@ import (
 // PutSegments exposes putSegments to the external tests, for one session
 // whose last request's list is last (nil: none).
 func PutSegments(x *Executor, ctx context.Context, last *content.ContentRef, segs []core.CacheSegment) (content.ContentRef, error) {
-	return x.putSegments(ctx, "s1", last, segs)
+	ref, _, err := x.putSegments(ctx, "s1", last, segs)
+	return ref, err
 }

@@ -13,7 +13,9 @@ import (
 	"github.com/cairn-agents/cairn/core"
 )
 
-// putSegments stores a segment list. When the list of the session's last
+// putSegments stores a segment list, and says how many of its segments
+// begin the list of the session's last request (-1: no such list could be
+// read). When the list of the session's last
 // request (last, from the log) shares a prefix with this one, it stores
 // only the difference (core.MediaRequestSegmentDelta) with an edge to that
 // list's blob, up to core.SegmentDeltaDepth deltas in a row. Otherwise it
@@ -29,26 +31,28 @@ import (
 // index's edges then hold it. When a remembered blob (a chunk, or a
 // delta's base) has been collected since, PutEdges reports it missing and
 // the list is stored again whole.
-func (x *Executor) putSegments(ctx context.Context, sessionID string, last *content.ContentRef, segs []core.CacheSegment) (content.ContentRef, error) {
+func (x *Executor) putSegments(ctx context.Context, sessionID string, last *content.ContentRef, segs []core.CacheSegment) (ref content.ContentRef, keep int, err error) {
+	keep = -1 // no last list to compare with
 	if last != nil && x.Files != nil {
-		if prev, ok := x.lastList(ctx, sessionID, *last); ok && prev.Deltas < core.SegmentDeltaDepth {
-			if keep := core.SegmentsPrefix(prev.Segments, segs); keep > 0 {
+		if prev, ok := x.lastList(ctx, sessionID, *last); ok {
+			keep = core.SegmentsPrefix(prev.Segments, segs)
+			if prev.Deltas < core.SegmentDeltaDepth && keep > 0 {
 				ref, err := x.putDelta(ctx, core.SegmentDelta{Base: *last, Keep: keep, Segments: segs[keep:]})
 				var missing *blob.MissingError
 				if err == nil {
 					x.rememberSegments(sessionID, ref, SegmentList{Segments: segs, Deltas: prev.Deltas + 1})
-					return ref, nil
+					return ref, keep, nil
 				} else if !errors.As(err, &missing) {
-					return content.ContentRef{}, err
+					return content.ContentRef{}, keep, err
 				}
 			}
 		}
 	}
-	ref, err := x.putWhole(ctx, sessionID, segs)
+	ref, err = x.putWhole(ctx, sessionID, segs)
 	if err == nil {
 		x.rememberSegments(sessionID, ref, SegmentList{Segments: segs})
 	}
-	return ref, err
+	return ref, keep, err
 }
 
 // lastList returns the list stored at last: from x.Pieces when it holds

@@ -53,7 +53,7 @@ func (g gcFlags) resolve(cmd *cobra.Command) (gcFlags, error) {
 // server holds the PostgreSQL leader lock, so servers sharing a database take
 // turns rather than scanning side by side. stop ends the collector, waits for
 // a pass in progress to give up, and releases the lock and the handles.
-func startBackgroundGC(ctx context.Context, cmd *cobra.Command, o serveOptions, logger *slog.Logger) (stop func(), err error) {
+func startBackgroundGC(ctx context.Context, cmd *cobra.Command, o serveOptions, logger *slog.Logger, onPass func(retention.Stats, error)) (stop func(), err error) {
 	g, err := o.gc.resolve(cmd)
 	if err != nil {
 		return nil, err
@@ -66,6 +66,7 @@ func startBackgroundGC(ctx context.Context, cmd *cobra.Command, o serveOptions, 
 	if err != nil {
 		return nil, fmt.Errorf("background blob collector: %w", err)
 	}
+	col.OnPass = onPass
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -90,7 +91,7 @@ func TestBackgroundGCEmbedded(t *testing.T) {
 
 	// Disabled by a zero grace: nothing runs however short the interval.
 	cmd, _ := gcCmd(t)
-	stop, err := startBackgroundGC(ctx, cmd, serveOptions{dataDir: dir, gc: gcFlags{interval: time.Millisecond}}, quietLogger())
+	stop, err := startBackgroundGC(ctx, cmd, serveOptions{dataDir: dir, gc: gcFlags{interval: time.Millisecond}}, quietLogger(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,12 +102,18 @@ func TestBackgroundGCEmbedded(t *testing.T) {
 	}
 
 	var logs testenv.Buffer
+	var freed atomic.Int64 // what the passes' hook heard (the metrics' source)
 	stop, err = startBackgroundGC(ctx, cmd, serveOptions{dataDir: dir, gc: gcFlags{interval: 20 * time.Millisecond, grace: time.Millisecond}},
-		slog.New(slog.NewTextHandler(&logs, nil)))
+		slog.New(slog.NewTextHandler(&logs, nil)), func(st retention.Stats, err error) {
+			if err == nil {
+				freed.Add(st.BytesFreed)
+			}
+		})
 	if err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the background collector deleting the blob", func() bool { return !present() })
+	eventually(t, "the pass hook hearing the freed bytes", func() bool { return freed.Load() > 0 })
 	// The pass that deleted it logs once it returns.
 	eventually(t, "a logged pass", func() bool { return strings.Contains(logs.String(), "retention: pass") })
 	stop()
@@ -161,7 +168,7 @@ func TestBackgroundGCHosted(t *testing.T) {
 		t.Fatalf("cairn gc as a follower = %+v, %v", st, err)
 	}
 	cmd, _ := gcCmd(t)
-	stop, err := startBackgroundGC(ctx, cmd, o, quietLogger())
+	stop, err := startBackgroundGC(ctx, cmd, o, quietLogger(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

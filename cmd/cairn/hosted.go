@@ -111,3 +111,17 @@ func (u *universeStores) get(ctx context.Context, slug string) (*postgres.Store,
 	u.stores[slug] = st
 	return st, nil
 }
+
+// load sums what the universes' local hosts hold (gateways hold no
+// sessions).
+func (u *universeHosts) load() (sessions, queuedRuns int) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for _, h := range u.hosts {
+		if l, ok := h.(interface{ Load() (int, int) }); ok {
+			s, q := l.Load()
+			sessions, queuedRuns = sessions+s, queuedRuns+q
+		}
+	}
+	return sessions, queuedRuns
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-agents/cairn/api"
+	"github.com/cairn-agents/cairn/metrics"
 	"github.com/cairn-agents/cairn/objstore"
 	"github.com/cairn-agents/cairn/provider/endpoint"
 	"github.com/cairn-agents/cairn/runtime/local"
@@ -36,6 +37,7 @@ type serveOptions struct {
 	allowHosts, allowOrigins    []string      // beyond the listen address, localhost and the server's own origin
 	maxResponseBytes            int64         // the results of one HTTP response, a batch's together
 	mcpCommands                 bool          // hosted mode: command (stdio) MCP servers allowed
+	metricsListen               string        // "": /metrics only beside the API
 }
 
 func serveCommand() *cobra.Command {
@@ -67,6 +69,7 @@ func serveCommand() *cobra.Command {
 	f.Int64Var(&o.maxResponseBytes, "max-response-bytes", api.DefaultMaxResponseBytes, "the most bytes of results one API response carries (a batch's together); a result past it gets response_too_large")
 	s3Flags(cmd, &o)
 	mcpCommandsFlag(cmd, &o.mcpCommands)
+	metricsFlag(cmd, &o.metricsListen)
 	o.gc.register(cmd)
 	return cmd
 }
@@ -93,7 +96,8 @@ func serve(ctx context.Context, cmd *cobra.Command, o serveOptions) error {
 		return err
 	}
 	defer closeMCP()
-	hostOpts := hostOptions{resolver: providerResolver(o), logger: logger, maxIdleSessions: o.maxIdleSessions, idleTTL: o.idleSessionTTL, mcp: mcp}
+	m := metrics.New()
+	hostOpts := hostOptions{resolver: providerResolver(o), logger: logger, maxIdleSessions: o.maxIdleSessions, idleTTL: o.idleSessionTTL, mcp: mcp, observer: m}
 	var hosts api.Hosts
 	var ready []readyCheck
 	if o.maxResponseBytes <= 0 {
@@ -113,6 +117,7 @@ func serve(ctx context.Context, cmd *cobra.Command, o serveOptions) error {
 		defer st.close()
 		hosts = api.SingleHost{Host: st.host}
 		ready = append(ready, sqliteReady(st.store))
+		loadGauges(m, st.host.Load)
 		logger.Info("embedded store", "data", o.dataDir)
 	} else {
 		uh, checks, closeAll, err := openHosted(ctx, o, hostOpts)
@@ -120,15 +125,25 @@ func serve(ctx context.Context, cmd *cobra.Command, o serveOptions) error {
 			return err
 		}
 		ready = checks
+		if o.temporal.address == "" {
+			loadGauges(m, uh.load)
+		}
 		defer closeAll()
 		hosts = uh
 		logger.Info("hosted store", "s3", o.s3.Bucket != "", "temporal", o.temporal.address)
 	}
-	stopGC, err := startBackgroundGC(ctx, cmd, o, logger)
+	stopGC, err := startBackgroundGC(ctx, cmd, o, logger, m.GCPass)
 	if err != nil {
 		return err
 	}
 	defer stopGC()
+	if o.metricsListen != "" {
+		stopMetrics, err := serveMetrics(ctx, o.metricsListen, m, logger)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
+	}
 
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
@@ -149,7 +164,7 @@ func serve(ctx context.Context, cmd *cobra.Command, o serveOptions) error {
 	}
 	rpc := api.NewServerFor(hosts, rpcOpts)
 	srv := &http.Server{
-		Handler:           withHealth(rpc.Protect(web.WithAPI(rpc.Handler())), ready, logger),
+		Handler:           withHealth(withMetrics(rpc.Protect(web.WithAPI(rpc.Handler())), m, hosts, o.postgres != ""), ready, logger),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	logger.Info("cairn serving", "rpc", "http://"+ln.Addr().String()+"/rpc")

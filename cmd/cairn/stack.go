@@ -64,6 +64,7 @@ type hostOptions struct {
 	maxIdleSessions int
 	idleTTL         time.Duration
 	mcp             runtime.MCPServers // nil: no MCP servers
+	observer        runtime.Observer   // nil: no metrics
 }
 
 // executorCacheBytes bounds the executor's cache of blob bytes.
@@ -86,12 +87,13 @@ func startHost(ctx context.Context, log store.SessionLog, blobs blob.Store, file
 		Transcriber: transcribe.New(o.resolver, &http.Client{Transport: o.transport}),
 		Logger:      o.logger,
 		// A turn lowers only the entries no earlier turn lowered.
-		Pieces: provider.NewPieces(runtime.DefaultPiecesBytes),
-		MCP:    o.mcp,
+		Pieces:   provider.NewPieces(runtime.DefaultPiecesBytes),
+		MCP:      o.mcp,
+		Observer: o.observer,
 	}
 	cps, _ := log.(store.Checkpoints) // nil for a log without checkpoints
 	host := local.New(local.Options{Log: log, Blobs: blobs, Executor: exec, Logger: o.logger, Checkpoints: cps,
-		MaxIdleSessions: o.maxIdleSessions, IdleTTL: o.idleTTL})
+		MaxIdleSessions: o.maxIdleSessions, IdleTTL: o.idleTTL, Observer: o.observer})
 	if err := host.Start(ctx); err != nil {
 		host.Close()
 		return nil, err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cairn-agents/cairn/api"
 	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/metrics"
 	"github.com/cairn-agents/cairn/provider/transcribe"
 	"github.com/cairn-agents/cairn/runtime/temporal"
 	"github.com/cairn-agents/cairn/store/postgres"
@@ -92,6 +93,7 @@ func workerCommand() *cobra.Command {
 	postgresFlag(cmd, &o.postgres, "PostgreSQL URL of the hosted store")
 	s3Flags(cmd, &o)
 	mcpCommandsFlag(cmd, &o.mcpCommands)
+	metricsFlag(cmd, &o.metricsListen)
 	return cmd
 }
 
@@ -126,6 +128,15 @@ func runWorker(ctx context.Context, cmd *cobra.Command, o serveOptions, tf tempo
 	defer closeMCP()
 	acts.MCP = mcp
 	acts.Client, acts.Queue = c, tf.queue
+	m := metrics.New()
+	acts.Observer = m
+	if o.metricsListen != "" {
+		stopMetrics, err := serveMetrics(ctx, o.metricsListen, m, logger)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
+	}
 	w := temporal.NewWorker(c, tf.queue, acts)
 	if err := w.Start(); err != nil {
 		return err

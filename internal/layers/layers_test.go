@@ -64,6 +64,9 @@ var table = []row{
 	// report, collection) call the collector.
 	{pkgs: []string{"api"}, may: []string{"view", "runtime", "retention"}, external: []string{"github.com/go-json-experiment/json", "github.com/santhosh-tekuri/jsonschema/"}},
 	{pkgs: []string{"web"}},
+	// Not in DESIGN.md's table: the Prometheus surface (issue 21), a
+	// runtime.Observer that the binary hands both hosts.
+	{pkgs: []string{"metrics"}, may: []string{"core", "runtime", "retention"}, external: []string{"github.com/prometheus/client_golang/"}},
 	// The one binary wires stores, hosts and the API together.
 	{pkgs: []string{"cmd/cairn"}, may: []string{above}, external: []string{"github.com/spf13/cobra"}},
 	// Not in DESIGN.md's table: conformance suites, test environments and

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairn-agents/cairn/blob"
@@ -40,6 +41,8 @@ type Options struct {
 	// longer (default 10 minutes; negative: never). See evict.go.
 	MaxIdleSessions int
 	IdleTTL         time.Duration
+	// Observer hears the events the host commits (nil: nobody).
+	Observer runtime.Observer
 }
 
 // RetryPolicy bounds retries of retryable provider errors.
@@ -55,6 +58,9 @@ type Host struct {
 	ctx    context.Context // cancelled by Close: stops all work
 	cancel context.CancelFunc
 	work   sync.WaitGroup
+
+	// queuedRuns counts the runs queued in the sessions in memory.
+	queuedRuns atomic.Int64
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -162,4 +168,13 @@ var ErrHostClosed = errors.New("host is closed")
 // the watch.
 func (h *Host) WatchDeltas(sessionID string) ([]runtime.GenerationDelta, <-chan runtime.GenerationDelta, func()) {
 	return h.deltas.Watch(sessionID)
+}
+
+// Load is how many sessions the host holds in memory, and how many runs
+// wait in their queues.
+func (h *Host) Load() (sessions, queuedRuns int) {
+	h.mu.Lock()
+	sessions = len(h.sessions)
+	h.mu.Unlock()
+	return sessions, int(h.queuedRuns.Load())
 }

@@ -44,6 +44,9 @@ type session struct {
 	// whenever its front leaves.
 	held      []*heldCommand
 	heldMoved chan struct{}
+	// queued is the session's queued runs at its last commit, its share
+	// of Host.queuedRuns (guarded by mu).
+	queued int
 	// recent is the tail of the log this host committed (see remember).
 	recent atomic.Pointer[[]core.Event]
 	// brought are the blobs of the command being admitted, for the next
@@ -172,6 +175,13 @@ func (h *Host) commit(s *session, in core.Intent) error {
 	}
 	s.drive.Appended()
 	s.remember(events)
+	if q := len(s.drive.State().Queue); q != s.queued {
+		h.queuedRuns.Add(int64(q - s.queued))
+		s.queued = q
+	}
+	if h.opt.Observer != nil {
+		h.opt.Observer.Committed(events)
+	}
 	close(s.changed)
 	s.changed = make(chan struct{})
 	h.mu.Lock()

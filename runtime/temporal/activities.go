@@ -43,6 +43,9 @@ type Activities struct {
 	pieces *provider.Pieces
 	// deltas publishes the pieces of streaming answers for the gateways.
 	deltas deltaSender
+	// Observer hears the provider calls and the appends of this worker's
+	// activities (nil: nobody).
+	Observer runtime.Observer
 
 	// Transcriber transcribes audio input (nil: runs with audio fail).
 	Transcriber runtime.Transcriber
@@ -152,7 +155,10 @@ func (a *Activities) Append(ctx context.Context, in AppendIn) (AppendOut, error)
 	if err != nil {
 		return AppendOut{}, err
 	}
-	_, err = st.Append(ctx, in.SessionID, in.ExpectedHead, in.Proposals)
+	events, err := st.Append(ctx, in.SessionID, in.ExpectedHead, in.Proposals)
+	if err == nil && a.Observer != nil {
+		a.Observer.Committed(events)
+	}
 	if errors.Is(err, store.ErrHeadConflict) {
 		if stored, rerr := a.alreadyAppended(ctx, st, in); rerr != nil {
 			return AppendOut{}, rerr
@@ -219,7 +225,7 @@ func (a *Activities) Generate(ctx context.Context, in GenerateIn) (core.Generati
 	defer stop()
 	// Files holds the edges of a long segment list's chunks: without it
 	// every turn would store its whole list again.
-	x := &runtime.Executor{Blobs: st, Adapters: a.Adapters, Tools: a.Tools, Files: st, Pieces: a.pieces}
+	x := &runtime.Executor{Blobs: st, Adapters: a.Adapters, Tools: a.Tools, Files: st, Pieces: a.pieces, Observer: a.Observer}
 	if bus, ok := st.(deltaBus); ok {
 		x.OnDelta = a.deltas.sink(bus)
 	}
