@@ -20,8 +20,8 @@ const (
 
 func approvalRoutes() map[string]method {
 	return map[string]method{
-		MethodApprovalsPending: handler(call.pendingApprovals),
-		MethodApprovalsDecide:  handler(call.decideApproval),
+		MethodApprovalsPending: handler(call.pendingApprovals).session(),
+		MethodApprovalsDecide:  handler(call.decideApproval).session("unknown_call", "call_answered", "approval_conflict", "invalid_input"),
 	}
 }
 

@@ -22,8 +22,8 @@ const (
 
 func clientToolRoutes() map[string]method {
 	return map[string]method{
-		MethodToolsPending: handler(call.pendingTools),
-		MethodToolsSubmit:  handler(call.submitTool),
+		MethodToolsPending: handler(call.pendingTools).session(),
+		MethodToolsSubmit:  handler(call.submitTool).session("unknown_call", "call_answered", "invalid_input", KindMissingBlob),
 	}
 }
 

@@ -73,10 +73,10 @@ type ForkHost interface {
 
 func forkRoutes() map[string]method {
 	return map[string]method{
-		MethodSessionFork:   handler(call.forkSession),
-		MethodSessionClone:  handler(call.cloneSession),
-		MethodSessionClose:  handler(call.closeSession),
-		MethodSessionDelete: handler(call.deleteSession),
+		MethodSessionFork:   handler(call.forkSession).session(KindForkPointInsideRun, KindForkTooDeep, "invalid_input", "session_exists", KindUnsupported),
+		MethodSessionClone:  handler(call.cloneSession).session("session_exists", "invalid_input", KindUnsupported),
+		MethodSessionClose:  handler(call.closeSession).session("active_work", "session_closed"),
+		MethodSessionDelete: handler(call.deleteSession).session(KindSessionHasForks, KindSessionNotClosed),
 	}
 }
 

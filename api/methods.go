@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,26 +35,27 @@ const (
 
 func routes() map[string]method {
 	m := map[string]method{
-		MethodSessionCreate:    handler(call.createSession),
-		MethodSessionRead:      handler(call.readSession),
+		MethodSessionCreate:    handler(call.createSession).errs("invalid_configuration", "invalid_input", "session_exists", "unknown_reference", KindMissingBlob),
+		MethodSessionRead:      handler(call.readSession).session(),
 		MethodSessionList:      handler(call.listSessions),
-		MethodRunsStart:        handler(call.startRun),
-		MethodRunsRead:         handler(call.readRun),
-		MethodRunsList:         handler(call.listRuns),
-		MethodRunsSteer:        handler(call.steer),
-		MethodRunsCancel:       handler(call.cancelRun),
-		MethodEventsRead:       handler(call.readEvents),
-		MethodContextRead:      handler(call.readContext),
-		MethodContextAppend:    handler(call.appendContext),
-		MethodContextRemove:    handler(call.removeContext),
-		MethodContextDiff:      handler(call.diffContext),
-		MethodBlobsPut:         handler(call.putBlob),
-		MethodBlobsRead:        handler(call.readBlob),
-		MethodContextCompact:   handler(call.compactContext),
-		MethodSkillsActivate:   handler(call.activateSkill),
-		MethodSkillsDeactivate: handler(call.deactivateSkill),
-		MethodTranscriptRead:   handler(call.readTranscript),
-		MethodCacheReport:      handler(call.cacheReport),
+		MethodRunsStart:        handler(call.startRun).session("duplicate_submission", KindMissingBlob, "session_closed", "transcription_not_configured", "unknown_reference", "invalid_input", "compaction_pending"),
+		MethodRunsRead:         handler(call.readRun).session("unknown_reference"),
+		MethodRunsList:         handler(call.listRuns).session(),
+		MethodRunsSteer:        handler(call.steer).session("no_active_run", "invalid_input", KindMissingBlob, "session_closed", "duplicate_submission"),
+		MethodRunsCancel:       handler(call.cancelRun).session("unknown_reference", "no_active_run"),
+		MethodEventsRead:       handler(call.readEvents).session(),
+		MethodContextRead:      handler(call.readContext).session(),
+		MethodContextAppend:    handler(call.appendContext).session("active_work", "invalid_input", KindMissingBlob, "revision_conflict", "session_closed", "compaction_pending"),
+		MethodContextRemove:    handler(call.removeContext).session("active_work", "revision_conflict", "unknown_reference", "session_closed", "compaction_pending"),
+		MethodContextDiff:      handler(call.diffContext).session("unknown_reference"),
+		MethodBlobsPut:         handler(call.putBlob).errs(KindLimitExceeded),
+		MethodBlobsRead:        handler(call.readBlob).errs(KindNotFound),
+		MethodContextCompact:   handler(call.compactContext).session("active_work", "compaction_pending", "session_closed", "invalid_input", KindUnsupported),
+		MethodSkillsActivate:   handler(call.activateSkill).session("unknown_reference", "active_work", "revision_conflict", "session_closed", KindMissingBlob),
+		MethodSkillsDeactivate: handler(call.deactivateSkill).session("unknown_reference", "active_work", "revision_conflict", "session_closed"),
+		MethodTranscriptRead:   handler(call.readTranscript).session(),
+		MethodCacheReport:      handler(call.cacheReport).session(),
+		MethodDiscover:         handler(call.discover),
 	}
 	maps.Copy(m, vfsRoutes())
 	maps.Copy(m, forkRoutes())
@@ -71,14 +73,18 @@ type call struct {
 	host Host
 }
 
-// handler adapts a typed method to the generic signature.
+// handler adapts a typed method to the generic signature and keeps its
+// types for the method's schema.
 func handler[P any, R any](f func(call, context.Context, P) (R, error)) method {
-	return func(c call, ctx context.Context, raw json.RawMessage) (any, error) {
-		var p P
-		if err := decodeParams(raw, &p); err != nil {
-			return nil, err
-		}
-		return f(c, ctx, p)
+	return method{
+		call: func(c call, ctx context.Context, raw json.RawMessage) (any, error) {
+			var p P
+			if err := decodeParams(raw, &p); err != nil {
+				return nil, err
+			}
+			return f(c, ctx, p)
+		},
+		params: reflect.TypeFor[P](), result: reflect.TypeFor[R](),
 	}
 }
 

@@ -222,6 +222,7 @@ func TestRefs_EveryResultRefReadsBack(t *testing.T) {
 	w.call(api.MethodContextCompact, map[string]any{"sessionId": sid})
 	w.call(api.MethodSessionClose, map[string]any{"sessionId": fork["sessionId"]})
 	w.call(api.MethodSessionDelete, map[string]any{"sessionId": fork["sessionId"]})
+	w.call(api.MethodDiscover, map[string]any{})
 
 	for _, m := range api.MethodNames() {
 		if !w.called[m] {

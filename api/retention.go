@@ -25,7 +25,7 @@ type RetentionCollectParams struct {
 type RetentionCollectResult = retention.Stats
 
 func retentionRoutes() map[string]method {
-	return map[string]method{MethodRetentionCollect: handler(call.collectRetention)}
+	return map[string]method{MethodRetentionCollect: handler(call.collectRetention).errs(KindUnsupported)}
 }
 
 func (c call) collectRetention(ctx context.Context, p RetentionCollectParams) (RetentionCollectResult, error) {

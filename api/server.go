@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"strings"
 	"time"
 
@@ -121,7 +122,14 @@ type Server struct {
 	guard        guard
 }
 
-type method func(c call, ctx context.Context, params json.RawMessage) (any, error)
+type method struct {
+	call func(c call, ctx context.Context, params json.RawMessage) (any, error)
+	// params and result are the types the call decodes and returns, and
+	// errors the kinds it answers with besides commonErrors: the method's
+	// entry in the OpenRPC document (rpc.discover).
+	params, result reflect.Type
+	errors         []string
+}
 
 // ServerOptions configure a Server.
 type ServerOptions struct {
@@ -324,13 +332,17 @@ func (s *Server) handle(ctx context.Context, host Host, raw []byte, budget *resp
 	if !found {
 		err = newError(CodeMethodNotFound, KindMethodNotFound, "unknown method "+req.Method)
 	} else {
-		result, err = m(call{Server: s, host: host}, ctx, json.RawMessage(req.Params))
+		result, err = m.call(call{Server: s, host: host}, ctx, json.RawMessage(req.Params))
 	}
 	if len(req.ID) == 0 {
 		return nil, false
 	}
 	if err != nil {
-		return encodeError(id, s.toRPCError(req.Method, err)), true
+		e := s.toRPCError(req.Method, err)
+		if found && errorSeen != nil {
+			errorSeen(req.Method, e.Data.Kind)
+		}
+		return encodeError(id, e), true
 	}
 	data, err := json.Marshal(result)
 	if err != nil {
@@ -347,6 +359,11 @@ func (s *Server) handle(ctx context.Context, host Host, raw []byte, budget *resp
 	out = append(out, data...)
 	return append(out, '}'), true
 }
+
+// errorSeen, when set (by the package's tests), hears the kind of every
+// error a method answers with, so the tests can hold the methods' declared
+// errors (rpc.discover) to what they were seen to return.
+var errorSeen func(method, kind string)
 
 func encodeError(id json.RawMessage, e *Error) []byte {
 	out, _ := json.Marshal(Response{JSONRPC: "2.0", ID: id, Error: e}) // plain data: cannot fail

@@ -101,8 +101,8 @@ const (
 
 func storageRoutes() map[string]method {
 	return map[string]method{
-		MethodStorageReport: handler(call.storageReport),
-		MethodBlobsHolders:  handler(call.blobHolders),
+		MethodStorageReport: handler(call.storageReport).errs(KindNotFound, KindUnsupported),
+		MethodBlobsHolders:  handler(call.blobHolders).errs(KindNotFound, KindUnsupported),
 	}
 }
 

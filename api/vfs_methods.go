@@ -16,16 +16,16 @@ const maxWorkspaceList = 1000
 
 func vfsRoutes() map[string]method {
 	return map[string]method{
-		MethodWorkspacesCreate: vfsHandler(call.createWorkspace),
-		MethodWorkspacesList:   vfsHandler(call.listWorkspaces),
-		MethodWorkspacesRead:   vfsHandler(call.readWorkspace),
-		MethodWorkspacesCommit: vfsHandler(call.commitWorkspace),
-		MethodSnapshotsCreate:  vfsHandler(call.createSnapshot),
-		MethodSnapshotsRead:    vfsHandler(call.readSnapshot),
-		MethodFilesRead:        vfsHandler(call.readFile),
-		MethodFilesWrite:       vfsHandler(call.writeFile),
-		MethodFilesList:        vfsHandler(call.listFiles),
-		MethodBlobsMissing:     handler(call.missingBlobs),
+		MethodWorkspacesCreate: vfsHandler(call.createWorkspace).errs(KindWorkspaceExists, KindNotFound, KindUnsupported, KindMissingBlob),
+		MethodWorkspacesList:   vfsHandler(call.listWorkspaces).errs(KindUnsupported),
+		MethodWorkspacesRead:   vfsHandler(call.readWorkspace).errs(KindNotFound, KindUnsupported),
+		MethodWorkspacesCommit: vfsHandler(call.commitWorkspace).errs(KindLimitExceeded, KindMissingBlob, KindNotFound, "revision_conflict", KindUnsupported),
+		MethodSnapshotsCreate:  vfsHandler(call.createSnapshot).errs(KindNotFound, KindUnsupported),
+		MethodSnapshotsRead:    vfsHandler(call.readSnapshot).errs(KindNotFound, KindUnsupported),
+		MethodFilesRead:        vfsHandler(call.readFile).errs(KindNotFound, KindLimitExceeded, KindUnsupported),
+		MethodFilesWrite:       vfsHandler(call.writeFile).errs(KindLimitExceeded, KindNotFound, "revision_conflict", KindUnsupported),
+		MethodFilesList:        vfsHandler(call.listFiles).errs(KindNotFound, KindUnsupported),
+		MethodBlobsMissing:     handler(call.missingBlobs).errs(KindUnsupported),
 	}
 }
 

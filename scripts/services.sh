@@ -100,3 +100,18 @@ ensure_temporal() {
   "$bin" operator cluster health --address "127.0.0.1:$port" >/dev/null 2>&1 || { echo "Temporal dev server did not start:"; cat "$SERVICES_DIR/temporal.log"; return 1; }
   export CAIRN_TEST_TEMPORAL="127.0.0.1:$port"
 }
+
+ensure_openrpc_schema() {
+  # The OpenRPC meta-schema, from its npm package (which exports it as a
+  # module), for the test that validates docs/openrpc.json against it.
+  local version=1.14.9 dir=.ci/openrpc
+  local file="$dir/schema-$version.json"
+  if [ ! -s "$file" ]; then
+    echo "installing the OpenRPC meta-schema $version"
+    mkdir -p "$dir"
+    (cd "$dir" && npm install --no-audit --no-fund --silent "@open-rpc/meta-schema@$version" >/dev/null &&
+      node -e 'process.stdout.write(JSON.stringify(require("@open-rpc/meta-schema").openrpcDocument))' > "schema-$version.json.tmp" &&
+      mv "schema-$version.json.tmp" "schema-$version.json")
+  fi
+  export CAIRN_TEST_OPENRPC_SCHEMA=$PWD/$file
+}
