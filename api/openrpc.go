@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/cairn-agents/cairn/content"
 )
 
 // MethodDiscover answers the OpenRPC document of this API (OpenRPC's
@@ -69,6 +72,10 @@ func (s call) discover(context.Context, struct{}) (json.RawMessage, error) {
 // and the error kinds it answers with. docs/openrpc.json is this document.
 func OpenRPCDocument() (json.RawMessage, error) {
 	table := routes()
+	opts, err := schemaOptions()
+	if err != nil {
+		return nil, err
+	}
 	type contentDescriptor struct {
 		Name     string             `json:"name"`
 		Required bool               `json:"required,omitempty"`
@@ -89,11 +96,11 @@ func OpenRPCDocument() (json.RawMessage, error) {
 	var methods []methodObject
 	for _, name := range slices.Sorted(maps.Keys(table)) {
 		m := table[name]
-		params, err := jsonschema.ForType(m.params, nil)
+		params, err := jsonschema.ForType(m.params, opts)
 		if err != nil {
 			return nil, fmt.Errorf("%s params: %w", name, err)
 		}
-		result, err := jsonschema.ForType(m.result, nil)
+		result, err := jsonschema.ForType(m.result, opts)
 		if err != nil {
 			return nil, fmt.Errorf("%s result: %w", name, err)
 		}
@@ -117,4 +124,52 @@ func OpenRPCDocument() (json.RawMessage, error) {
 		"methods": methods,
 	}
 	return json.MarshalIndent(doc, "", "  ")
+}
+
+// schemaOptions give the types whose JSON is their own (they marshal
+// themselves) the schema of that JSON, which their Go fields do not tell.
+// A test walks every method's types and fails on one that marshals
+// itself without an entry here.
+func schemaOptions() (*jsonschema.ForOptions, error) {
+	opts := &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{}}
+	give := func(t reflect.Type, s *jsonschema.Schema) { opts.TypeSchemas[t] = s }
+	// either is a choice between schemas. A pointer to the type adds
+	// "null" to a schema's types, so the choice names its types, null
+	// among them (a null ref or output is "none" on the wire too).
+	either := func(description string, types []string, alternatives ...*jsonschema.Schema) *jsonschema.Schema {
+		return &jsonschema.Schema{Description: description, Types: append([]string{"null"}, types...),
+			AnyOf: append([]*jsonschema.Schema{{Type: "null"}}, alternatives...)}
+	}
+	digest := &jsonschema.Schema{Type: "string", Pattern: "^sha256:[0-9a-f]{64}$", Description: "A content digest."}
+	give(reflect.TypeFor[content.Digest](), digest)
+	give(reflect.TypeFor[json.RawMessage](), &jsonschema.Schema{Description: "Any JSON value."})
+	ref, err := jsonschema.ForType(reflect.TypeFor[content.ContentRef](), opts)
+	if err != nil {
+		return nil, err
+	}
+	give(reflect.TypeFor[content.ContentRef](), ref)
+	refParam := either("A ref object as a result gave it, or its digest alone.", []string{"object", "string"}, ref, digest)
+	give(reflect.TypeFor[RefParam](), refParam)
+	give(reflect.TypeFor[ToolOutput](), either("The output's text, or the ref of its blob.", []string{"string", "object"}, &jsonschema.Schema{Type: "string"}, refParam))
+	clientTool, err := jsonschema.ForType(reflect.TypeFor[ClientTool](), opts)
+	if err != nil {
+		return nil, err
+	}
+	tools := &jsonschema.Schema{Type: "array", Description: "Granted tools by name, and client tools by definition.",
+		Items: &jsonschema.Schema{AnyOf: []*jsonschema.Schema{{Type: "string"}, clientTool}}}
+	// session/create's params and session/read's result: their fields,
+	// with "tools" in its wire form.
+	for _, pair := range [][2]reflect.Type{
+		{reflect.TypeFor[CreateSessionParams](), reflect.TypeFor[createSessionJSON]()},
+		{reflect.TypeFor[SessionReadResult](), reflect.TypeFor[sessionReadJSON]()},
+	} {
+		s, err := jsonschema.ForType(pair[1], opts)
+		if err != nil {
+			return nil, err
+		}
+		s.Properties["tools"] = tools
+		s.PropertyOrder = append(s.PropertyOrder, "tools")
+		give(pair[0], s)
+	}
+	return opts, nil
 }
