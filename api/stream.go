@@ -129,6 +129,17 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 				}
 				return
 			}
+			// A generation's pieces reach the hub before its result is
+			// committed: the ones waiting go first, so a client that stops
+			// at the run's end has had the whole answer.
+			for drained := false; !drained; {
+				select {
+				case d := <-deltas:
+					writeDelta(d)
+				default:
+					drained = true
+				}
+			}
 			writeEvents(p.page.Events)
 			if len(p.page.Events) == 0 {
 				fmt.Fprint(w, ": waiting\n\n")
