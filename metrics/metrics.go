@@ -7,7 +7,6 @@ package metrics
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -79,15 +78,22 @@ func (m *Metrics) Gauge(name, help string, f func() float64) {
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f))
 }
 
-// ProviderCall counts a provider call and its wall time.
-func (m *Metrics) ProviderCall(apiKind, providerID string, d time.Duration, failed bool) {
+// ProviderCall counts a provider call for a generation and its wall time
+// (compactions are not generations).
+func (m *Metrics) ProviderCall(c runtime.ProviderCallInfo) {
+	if c.CompactionID != "" {
+		return
+	}
 	outcome := "ok"
-	if failed {
+	if c.Failed {
 		outcome = "error"
 	}
-	m.providerSeconds.WithLabelValues(apiKind, providerID).Observe(d.Seconds())
-	m.providerCalls.WithLabelValues(apiKind, providerID, outcome).Inc()
+	m.providerSeconds.WithLabelValues(c.APIKind, c.ProviderID).Observe(c.Duration.Seconds())
+	m.providerCalls.WithLabelValues(c.APIKind, c.ProviderID, outcome).Inc()
 }
+
+// ToolCall is not counted apart: tool calls are in the log.
+func (m *Metrics) ToolCall(runtime.ToolCallInfo) {}
 
 // Generated counts a generation's tokens and its request's prefix reuse.
 func (m *Metrics) Generated(u core.Usage, prefixFraction float64) {
@@ -100,7 +106,7 @@ func (m *Metrics) Generated(u core.Usage, prefixFraction float64) {
 }
 
 // Committed counts the runs that ended and the turns planned among events.
-func (m *Metrics) Committed(events []core.Event) {
+func (m *Metrics) Committed(_ string, events []core.Event) {
 	for _, e := range events {
 		switch e.Kind {
 		case core.KindRunCompleted:

@@ -9,20 +9,22 @@ import (
 
 	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/retention"
+	"github.com/cairn-agents/cairn/runtime"
 )
 
 // What the runtime reports becomes counters and histograms labelled by
 // status, API kind, provider and outcome, never by session.
 func TestMetricsCountWhatTheRuntimeReports(t *testing.T) {
 	m := New()
-	m.Committed([]core.Event{
+	m.Committed("s1", []core.Event{
 		{Joins: []string{"run:secret-run"}, Kind: core.KindTurnPlanned},
 		{Joins: []string{"run:secret-run"}, Kind: core.KindRunCompleted},
 		{Joins: []string{"run:secret-run"}, Kind: core.KindRunFailed},
 		{Joins: []string{"run:secret-run"}, Kind: core.KindTurnPlanned},
 	})
-	m.ProviderCall(core.APIChatCompletions, "fake", 300*time.Millisecond, false)
-	m.ProviderCall(core.APIChatCompletions, "fake", time.Second, true)
+	m.ProviderCall(runtime.ProviderCallInfo{APIKind: core.APIChatCompletions, ProviderID: "fake", Duration: 300 * time.Millisecond})
+	m.ProviderCall(runtime.ProviderCallInfo{APIKind: core.APIChatCompletions, ProviderID: "fake", Duration: time.Second, Failed: true})
+	m.ProviderCall(runtime.ProviderCallInfo{CompactionID: "c1", APIKind: core.APIChatCompletions, ProviderID: "fake"}) // not a generation
 	m.Generated(core.Usage{InputTokens: 100, CachedInputTokens: 60, OutputTokens: 7}, 0.97)
 	m.Generated(core.Usage{InputTokens: 10}, -1) // no last request: no prefix figure
 	m.GCPass(retention.Stats{BytesFreed: 4096, ObjectErrors: 1}, nil)

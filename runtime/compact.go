@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/provider"
@@ -33,10 +34,15 @@ func (x *Executor) Compact(ctx context.Context, sessionID string, w core.Compact
 	if err != nil {
 		return res, err
 	}
+	began := time.Now()
 	out, err := compactor.Compact(ctx, x.Blobs, provider.CompactRequest{
 		SessionID: sessionID, Model: w.Config.Model, Entries: w.Entries,
 		Tools: tools, Params: w.Config.ProviderParams, TargetTokens: target,
 	})
+	if x.Observer != nil {
+		x.Observer.ProviderCall(ProviderCallInfo{SessionID: sessionID, CompactionID: w.CompactionID, APIKind: w.Config.Model.APIKind,
+			ProviderID: w.Config.Model.ProviderID, Start: began, Duration: time.Since(began), Failed: err != nil})
+	}
 	if err != nil {
 		return res, err
 	}

@@ -106,7 +106,8 @@ func (x *Executor) Generate(ctx context.Context, sessionID string, w core.Genera
 		OnDelta:    onDelta,
 	})
 	if x.Observer != nil {
-		x.Observer.ProviderCall(w.Config.Model.APIKind, w.Config.Model.ProviderID, time.Since(began), err != nil)
+		x.Observer.ProviderCall(ProviderCallInfo{SessionID: sessionID, RunID: w.RunID, Turn: w.Turn, APIKind: w.Config.Model.APIKind,
+			ProviderID: w.Config.Model.ProviderID, Start: began, Duration: time.Since(began), Failed: err != nil})
 	}
 	if err != nil {
 		return core.GenerationResult{}, err
@@ -196,10 +197,15 @@ func (x *Executor) InvokeTool(ctx context.Context, sess ToolSession, runID strin
 		return res, fmt.Errorf("loading arguments of call %s: %w", call.CallID, err)
 	}
 	var out ToolOutput
+	began := time.Now()
 	if sess.MCP != nil {
 		out, err = x.invokeMCP(ctx, sess, runID, turn, call, args)
 	} else {
 		out, err = tool.Invoke(ctx, x.toolEnv(sess, runID, call), args)
+	}
+	if x.Observer != nil {
+		x.Observer.ToolCall(ToolCallInfo{SessionID: sess.ID, RunID: runID, Turn: turn, CallID: call.CallID, Name: call.Name,
+			Start: began, Duration: time.Since(began), Failed: err != nil})
 	}
 	if ctx.Err() != nil {
 		return res, ctx.Err()

@@ -7,12 +7,15 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-agents/cairn/api"
 	"github.com/cairn-agents/cairn/metrics"
+	"github.com/cairn-agents/cairn/runtime"
+	"github.com/cairn-agents/cairn/tracing"
 )
 
 // metricsFlag adds --metrics-listen (env CAIRN_METRICS_LISTEN).
@@ -72,5 +75,23 @@ func serveMetrics(ctx context.Context, addr string, m *metrics.Metrics, logger *
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(shutdown)
+	}, nil
+}
+
+// observers is what hears the runtime: the metrics, and the traces when
+// OTEL_EXPORTER_OTLP_ENDPOINT names a collector. stop flushes the traces.
+func observers(ctx context.Context, m *metrics.Metrics, logger *slog.Logger) (runtime.Observer, func(), error) {
+	tr, err := tracing.FromEnv(ctx, os.Getenv)
+	if err != nil {
+		return nil, nil, fmt.Errorf("OpenTelemetry tracing: %w", err)
+	}
+	if tr == nil {
+		return m, func() {}, nil
+	}
+	logger.Info("tracing", "exporter", "otlp/http")
+	return runtime.Observers{m, tr}, func() {
+		flush, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = tr.Shutdown(flush)
 	}, nil
 }

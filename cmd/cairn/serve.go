@@ -97,7 +97,12 @@ func serve(ctx context.Context, cmd *cobra.Command, o serveOptions) error {
 	}
 	defer closeMCP()
 	m := metrics.New()
-	hostOpts := hostOptions{resolver: providerResolver(o), logger: logger, maxIdleSessions: o.maxIdleSessions, idleTTL: o.idleSessionTTL, mcp: mcp, observer: m}
+	observer, stopTracing, err := observers(ctx, m, logger)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
+	hostOpts := hostOptions{resolver: providerResolver(o), logger: logger, maxIdleSessions: o.maxIdleSessions, idleTTL: o.idleSessionTTL, mcp: mcp, observer: observer}
 	var hosts api.Hosts
 	var ready []readyCheck
 	if o.maxResponseBytes <= 0 {

@@ -129,7 +129,12 @@ func runWorker(ctx context.Context, cmd *cobra.Command, o serveOptions, tf tempo
 	acts.MCP = mcp
 	acts.Client, acts.Queue = c, tf.queue
 	m := metrics.New()
-	acts.Observer = m
+	observer, stopTracing, err := observers(ctx, m, logger)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
+	acts.Observer = observer
 	if o.metricsListen != "" {
 		stopMetrics, err := serveMetrics(ctx, o.metricsListen, m, logger)
 		if err != nil {

@@ -68,6 +68,9 @@ var table = []row{
 	// Not in DESIGN.md's table: the Prometheus surface (issue 21), a
 	// runtime.Observer that the binary hands both hosts.
 	{pkgs: []string{"metrics"}, may: []string{"core", "runtime", "retention"}, external: []string{"github.com/prometheus/client_golang/"}},
+	// Not in DESIGN.md's table: OpenTelemetry traces (issue 21), another
+	// runtime.Observer.
+	{pkgs: []string{"tracing"}, may: []string{"core", "runtime"}, external: []string{"go.opentelemetry.io/otel"}},
 	// The one binary wires stores, hosts and the API together.
 	{pkgs: []string{"cmd/cairn"}, may: []string{above}, external: []string{"github.com/spf13/cobra"}},
 	// Not in DESIGN.md's table: conformance suites, test environments and

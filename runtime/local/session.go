@@ -180,7 +180,7 @@ func (h *Host) commit(s *session, in core.Intent) error {
 		s.queued = q
 	}
 	if h.opt.Observer != nil {
-		h.opt.Observer.Committed(events)
+		h.opt.Observer.Committed(s.id, events)
 	}
 	close(s.changed)
 	s.changed = make(chan struct{})

@@ -157,7 +157,7 @@ func (a *Activities) Append(ctx context.Context, in AppendIn) (AppendOut, error)
 	}
 	events, err := st.Append(ctx, in.SessionID, in.ExpectedHead, in.Proposals)
 	if err == nil && a.Observer != nil {
-		a.Observer.Committed(events)
+		a.Observer.Committed(in.SessionID, events)
 	}
 	if errors.Is(err, store.ErrHeadConflict) {
 		if stored, rerr := a.alreadyAppended(ctx, st, in); rerr != nil {
