@@ -114,12 +114,13 @@ func TestE2E_MetricsCountARun(t *testing.T) {
 		`cairn_tokens_total{kind="input"} `,
 		`cairn_sessions_in_memory 1`,
 		`cairn_queued_runs 0`,
+		`cairn_blob_bytes `,
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
-	if status != http.StatusOK || strings.Contains(text, "metered") || strings.Contains(text, run.RunID) {
+	if status != http.StatusOK || strings.Contains(text, "metered") || strings.Contains(text, run.RunID) || strings.Contains(text, "cairn_blob_bytes 0\n") {
 		t.Fatalf("/metrics: %d\n%s", status, text)
 	}
 }

@@ -45,7 +45,7 @@ func TestE2E_HostedModeOnPostgresAndS3(t *testing.T) {
 	if status, _ := scrape(t, srv.addr, ""); status != http.StatusUnauthorized {
 		t.Fatalf("/metrics without a key: HTTP %d", status)
 	}
-	if status, text := scrape(t, srv.addr, keyB); status != http.StatusOK || !strings.Contains(text, "cairn_runs_total") {
+	if status, text := scrape(t, srv.addr, keyB); status != http.StatusOK || !strings.Contains(text, "cairn_runs_total") || !strings.Contains(text, "cairn_blob_bytes ") {
 		t.Fatalf("/metrics with a key: HTTP %d", status)
 	}
 

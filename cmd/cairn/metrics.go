@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -33,6 +34,20 @@ func loadGauges(m *metrics.Metrics, load func() (sessions, queuedRuns int)) {
 	m.Gauge("cairn_queued_runs", "Runs waiting in the queues of the sessions in memory.", func() float64 {
 		_, q := load()
 		return float64(q)
+	})
+}
+
+// blobGauge adds the gauge of the bytes the blob catalog holds, read
+// from bytes at each scrape (NaN when the store does not answer).
+func blobGauge(m *metrics.Metrics, bytes func(context.Context) (int64, error)) {
+	m.Gauge("cairn_blob_bytes", "Bytes of the blobs the store holds, by their sizes.", func() float64 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		n, err := bytes(ctx)
+		if err != nil {
+			return math.NaN()
+		}
+		return float64(n)
 	})
 }
 

@@ -102,7 +102,7 @@ func serve(ctx context.Context, cmd *cobra.Command, o serveOptions) error {
 		return err
 	}
 	defer stopTracing()
-	hostOpts := hostOptions{resolver: providerResolver(o), logger: logger, maxIdleSessions: o.maxIdleSessions, idleTTL: o.idleSessionTTL, mcp: mcp, observer: observer}
+	hostOpts := hostOptions{resolver: providerResolver(o), logger: logger, maxIdleSessions: o.maxIdleSessions, idleTTL: o.idleSessionTTL, mcp: mcp, observer: observer, metrics: m}
 	var hosts api.Hosts
 	var ready []readyCheck
 	if o.maxResponseBytes <= 0 {
@@ -123,6 +123,7 @@ func serve(ctx context.Context, cmd *cobra.Command, o serveOptions) error {
 		hosts = api.SingleHost{Host: st.host}
 		ready = append(ready, sqliteReady(st.store))
 		loadGauges(m, st.host.Load)
+		blobGauge(m, st.store.BlobBytes)
 		logger.Info("embedded store", "data", o.dataDir)
 	} else {
 		uh, checks, closeAll, err := openHosted(ctx, o, hostOpts)
@@ -222,6 +223,9 @@ func openHosted(ctx context.Context, o serveOptions, hostOpts hostOptions) (*uni
 		return nil, nil, nil, err
 	}
 	ready := []readyCheck{postgresReady(db)}
+	if hostOpts.metrics != nil {
+		blobGauge(hostOpts.metrics, db.BlobBytes)
+	}
 	if objects != nil {
 		ready = append(ready, objectsReady(objects))
 	}

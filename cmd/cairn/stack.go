@@ -12,6 +12,7 @@ import (
 
 	"github.com/cairn-agents/cairn/blob"
 	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/metrics"
 	"github.com/cairn-agents/cairn/provider"
 	"github.com/cairn-agents/cairn/provider/anthropic"
 	"github.com/cairn-agents/cairn/provider/chat"
@@ -65,6 +66,7 @@ type hostOptions struct {
 	idleTTL         time.Duration
 	mcp             runtime.MCPServers // nil: no MCP servers
 	observer        runtime.Observer   // nil: no metrics
+	metrics         *metrics.Metrics   // nil: no gauges of the stores
 }
 
 // executorCacheBytes bounds the executor's cache of blob bytes.
