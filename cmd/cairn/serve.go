@@ -60,7 +60,7 @@ func serveCommand() *cobra.Command {
 	f.StringVar(&o.listen, "listen", envOr("CAIRN_LISTEN", defaultAddr), "address to serve the JSON-RPC API and the web inspector on (env CAIRN_LISTEN)")
 	f.StringVar(&o.configPath, "config", os.Getenv("CAIRN_CONFIG"), "provider config file (env CAIRN_CONFIG)")
 	postgresFlag(cmd, &o.postgres, "hosted mode: PostgreSQL URL; requests then need an API key")
-	o.temporal.register(cmd, "hosted mode: run sessions on Temporal at HOST:PORT (start `cairn worker`s too)")
+	o.temporal.register(cmd, "hosted mode: run sessions on Temporal at `HOST:PORT` (start cairn workers too)")
 	f.DurationVar(&o.heartbeatTimeout, "heartbeat-timeout", 0, "Temporal mode, advanced: how long a dead worker holds a session's model call, tool call or log append before another worker retries it; applies to session workflows started from now on (default 30s; env CAIRN_HEARTBEAT_TIMEOUT)")
 	f.IntVar(&o.maxIdleSessions, "max-idle-sessions", local.DefaultMaxIdleSessions, "sessions driven in this process: keep at most this many idle ones in memory, least recently used go first (0: the default; negative: no bound)")
 	f.DurationVar(&o.idleSessionTTL, "idle-session-ttl", local.DefaultIdleTTL, "sessions driven in this process: drop idle ones unused for this long from memory; they reload from their checkpoint (0: the default; negative: never)")

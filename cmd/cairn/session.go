@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -115,6 +116,10 @@ func sessionDeleteCommand() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			res, err := cf.client().DeleteSession(cmd.Context(), api.SessionDeleteParams{SessionID: args[0], Cascade: cascade})
+			var apiErr *api.Error
+			if errors.As(err, &apiErr) && apiErr.Data != nil && apiErr.Data.Kind == api.KindSessionHasForks {
+				return fmt.Errorf("%w\n  with its forks: cairn session delete %s --cascade (each must be closed)", err, args[0])
+			}
 			if err != nil {
 				return err
 			}

@@ -69,7 +69,8 @@ func TestSessionCommands(t *testing.T) {
 	if out := s.mustCairn(t, "session", "close", sid, "--reason", "finished"); out != sid+" closed\n" {
 		t.Fatalf("session close printed %q", out)
 	}
-	if _, err := s.cairn(t, "session", "delete", sid); err == nil || !strings.Contains(err.Error(), api.KindSessionHasForks) {
+	if _, err := s.cairn(t, "session", "delete", sid); err == nil || !strings.Contains(err.Error(), api.KindSessionHasForks) ||
+		!strings.Contains(err.Error(), "cairn session delete "+sid+" --cascade") {
 		t.Fatalf("delete of a session with forks: %v", err)
 	}
 	if _, err := s.cairn(t, "session", "delete", sid, "--cascade"); err == nil || !strings.Contains(err.Error(), api.KindSessionNotClosed) {

@@ -87,7 +87,7 @@ func workerCommand() *cobra.Command {
 			return runWorker(ctx, cmd, o, tf)
 		},
 	}
-	tf.register(cmd, "Temporal frontend HOST:PORT")
+	tf.register(cmd, "Temporal frontend `HOST:PORT`")
 	f := cmd.Flags()
 	f.StringVar(&o.configPath, "config", os.Getenv("CAIRN_CONFIG"), "provider config file (env CAIRN_CONFIG)")
 	postgresFlag(cmd, &o.postgres, "PostgreSQL URL of the hosted store")
