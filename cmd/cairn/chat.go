@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -21,6 +22,7 @@ type chatOptions struct {
 	json                                                        bool
 	// in answers approval prompts (nil: none are asked)
 	in                io.Reader
+	file              string // --file: the message's text
 	compaction        string
 	threshold, target int64
 }
@@ -28,12 +30,21 @@ type chatOptions struct {
 func chatCommand() *cobra.Command {
 	var o chatOptions
 	cmd := &cobra.Command{
-		Use:   "chat [flags] MESSAGE...",
+		Use:   "chat [flags] MESSAGE... | -",
 		Short: "Send a message to a session (a new one unless --session) and follow the run",
-		Args:  cobra.MinimumNArgs(1),
+		Long: "Send a message to a session (a new one unless --session) and follow the run.\n" +
+			"The message is the arguments, or standard input when the one argument is -, or a file's text with --file.",
+		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.in = cmd.InOrStdin()
-			status, err := runChat(cmd.Context(), cmd.OutOrStdout(), o.client(), o, strings.Join(args, " "))
+			message, fromStdin, err := chatMessage(args, o.file, cmd.InOrStdin())
+			if err != nil {
+				return err
+			}
+			if fromStdin {
+				o.in = nil // read to its end: approvals are decided with `cairn approvals decide`
+			}
+			status, err := runChat(cmd.Context(), cmd.OutOrStdout(), o.client(), o, message)
 			if err != nil {
 				return err
 			}
@@ -59,7 +70,50 @@ func chatCommand() *cobra.Command {
 	f.Int64Var(&o.target, "compaction-target", 0, "summary length guidance and output budget, in tokens")
 	f.StringVar(&o.submission, "submission-id", "", "idempotency key: retrying with the same key and message does not start a second run")
 	f.BoolVar(&o.json, "json", false, "print the run's events as JSON lines")
+	f.StringVar(&o.file, "file", "", "send this file's text as the message (for a long prompt; no arguments then)")
 	return cmd
+}
+
+// maxChatMessage bounds a message read from a file or standard input.
+const maxChatMessage = 8 << 20
+
+// chatMessage is the message of `cairn chat`: the arguments joined, the
+// text of standard input when the one argument is "-", or the file's text
+// with --file. A long prompt goes in a file or on standard input: as
+// arguments it meets the system's "argument list too long".
+func chatMessage(args []string, file string, stdin io.Reader) (message string, fromStdin bool, err error) {
+	var data []byte
+	switch {
+	case file != "" && len(args) > 0:
+		return "", false, fmt.Errorf("give the message as arguments or with --file, not both")
+	case file != "":
+		f, err := os.Open(file)
+		if err != nil {
+			return "", false, err
+		}
+		defer f.Close()
+		data, err = io.ReadAll(io.LimitReader(f, maxChatMessage+1))
+		if err != nil {
+			return "", false, err
+		}
+	case len(args) == 1 && args[0] == "-":
+		if data, err = io.ReadAll(io.LimitReader(stdin, maxChatMessage+1)); err != nil {
+			return "", false, err
+		}
+		fromStdin = true
+	default:
+		message = strings.Join(args, " ")
+	}
+	if len(data) > maxChatMessage {
+		return "", false, fmt.Errorf("the message is over %d MiB", maxChatMessage>>20)
+	}
+	if data != nil {
+		message = strings.TrimRight(string(data), "\n")
+	}
+	if strings.TrimSpace(message) == "" {
+		return "", false, fmt.Errorf("no message: give it as arguments, as - to read standard input, or with --file")
+	}
+	return message, fromStdin, nil
 }
 
 // runChat creates the session if needed, starts a run and follows it.

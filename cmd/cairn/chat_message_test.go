@@ -1,0 +1,42 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The message comes from the arguments, from standard input ("-") or from
+// a file (--file): a prompt larger than an argument list can hold still goes.
+func TestChatMessageSources(t *testing.T) {
+	big := strings.Repeat("a long prompt line\n", 200_000) // 3.8 MB: "argument list too long" as an argument
+	file := filepath.Join(t.TempDir(), "prompt.txt")
+	if err := os.WriteFile(file, []byte(big), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if m, stdin, err := chatMessage([]string{"hello", "there"}, "", nil); err != nil || m != "hello there" || stdin {
+		t.Fatalf("arguments: %q %v %v", m, stdin, err)
+	}
+	if m, stdin, err := chatMessage([]string{"-"}, "", strings.NewReader(big)); err != nil || m != strings.TrimRight(big, "\n") || !stdin {
+		t.Fatalf("stdin: %d bytes, %v %v", len(m), stdin, err)
+	}
+	if m, _, err := chatMessage(nil, file, nil); err != nil || len(m) != len(big)-1 {
+		t.Fatalf("--file: %d bytes, %v", len(m), err)
+	}
+	for _, c := range []struct {
+		args []string
+		file string
+		in   string
+		says string
+	}{
+		{[]string{"x"}, file, "", "not both"},
+		{nil, "", "", "no message"},
+		{[]string{"-"}, "", "  \n", "no message"},
+		{[]string{"-"}, "", strings.Repeat("x", maxChatMessage+1), "MiB"},
+	} {
+		if _, _, err := chatMessage(c.args, c.file, strings.NewReader(c.in)); err == nil || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%v %q: %v, want %q", c.args, c.file, err, c.says)
+		}
+	}
+}
