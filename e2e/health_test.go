@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/cairn-agents/cairn/api"
+	"github.com/cairn-agents/cairn/core"
 )
 
 // probe GETs path on the server with the Host a probe from elsewhere
@@ -134,4 +135,15 @@ func freeAddr(t *testing.T) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
+}
+
+// A server without a built-in provider's key says so when it starts, and
+// refuses a session on that provider saying where the key goes.
+func TestE2E_MissingKeyIsFoundAtSessionCreate(t *testing.T) {
+	dir := t.TempDir()
+	srv := startServeWith(t, []string{"--data", dir + "/data"}, "OPENAI_API_KEY=", "ANTHROPIC_API_KEY=")
+	_, err := srv.client().CreateSession(context.Background(), api.CreateSessionParams{Model: core.ModelSelection{ProviderID: "openai", APIKind: core.APIChatCompletions, Model: "gpt-4o-mini"}})
+	if err == nil || !strings.Contains(err.Error(), "OPENAI_API_KEY") || !strings.Contains(err.Error(), "cairn serve") {
+		t.Fatalf("session/create on a provider without a key: %v", err)
+	}
 }

@@ -10,10 +10,11 @@ import (
 	"github.com/cairn-agents/cairn/core"
 )
 
-// A typo in a tool name or a provider id is refused at session/create with
-// a typed error naming it, not discovered at the first run (or never).
+// A typo in a tool name or a provider id, or a provider whose key the
+// server lacks, is refused at session/create with a typed error naming it,
+// not discovered at the first run (or never).
 func TestServeRefusesUnknownToolsAndProvidersAtCreate(t *testing.T) {
-	t.Setenv("OPENAI_API_KEY", "") // a missing key is no reason to refuse: it may be set later
+	t.Setenv("OPENAI_API_KEY", "")
 	c := api.NewClient(startServeCommand(t), nil)
 	ctx := context.Background()
 	create := func(provider, kind string, tools ...string) error {
@@ -28,6 +29,7 @@ func TestServeRefusesUnknownToolsAndProvidersAtCreate(t *testing.T) {
 		{"tool typo", "openai", core.APIChatCompletions, []string{"vfs_read_file", "vfs_raed_file"}, `tools[1]: no tool "vfs_raed_file"`},
 		{"unknown provider", "opnai", core.APIChatCompletions, nil, `unknown provider "opnai"`},
 		{"kind the provider does not speak", "openai", core.APIAnthropicMessages, nil, `does not speak API kind "anthropic_messages"`},
+		{"a provider without its key", "openai", core.APIChatCompletions, nil, "set OPENAI_API_KEY in the environment of `cairn serve`"},
 	} {
 		err := create(tc.provider, tc.kind, tc.tools...)
 		var ae *api.Error
@@ -39,7 +41,8 @@ func TestServeRefusesUnknownToolsAndProvidersAtCreate(t *testing.T) {
 	if err != nil || len(list.Sessions) != 0 {
 		t.Fatalf("refused creates left sessions: %+v, %v", list, err)
 	}
+	t.Setenv("OPENAI_API_KEY", "sk-test") // read at each check, as before each call
 	if err := create("openai", core.APIChatCompletions, "vfs_read_file"); err != nil {
-		t.Fatalf("a known provider and tool without a key yet: %v", err)
+		t.Fatalf("a known provider and tool with a key: %v", err)
 	}
 }

@@ -166,7 +166,8 @@ func serve(ctx context.Context, cmd *cobra.Command, o serveOptions) error {
 		// providers. Temporal workers may be built with tools, and given
 		// provider config, that the gateway lacks: there they decide.
 		rpcOpts.Tools, rpcOpts.MCPServers = builtinToolNames(), mcpNames
-		rpcOpts.CheckProvider = func(id, kind string) error { return providerError(endpoint.CheckKnown(hostOpts.resolver, id, kind)) }
+		rpcOpts.CheckProvider = func(id, kind string) error { return providerError(endpoint.CheckUsable(hostOpts.resolver, id, kind)) }
+		logMissingKeys(hostOpts.resolver, logger)
 	}
 	rpc := api.NewServerFor(hosts, rpcOpts)
 	srv := &http.Server{
@@ -303,11 +304,28 @@ func isLoopback(addr net.Addr) bool {
 func providerError(err error) error {
 	var unknown *endpoint.UnknownProviderError
 	var kind *endpoint.APIKindError
+	var missing *endpoint.MissingKeyError
 	switch {
+	case errors.As(err, &missing) && missing.EnvVar != "":
+		return fmt.Errorf("provider %q has no API key on this server: set %s in the environment of `cairn serve` (the server's, not the client's) and restart it", missing.ProviderID, missing.EnvVar)
+	case errors.As(err, &missing):
+		return fmt.Errorf("provider %q has no API key on this server: give it \"apiKeyEnv\" in the server's --config file", missing.ProviderID)
 	case errors.As(err, &unknown):
 		return fmt.Errorf("unknown provider %q: this server has no such provider configured", unknown.ProviderID)
 	case errors.As(err, &kind):
 		return fmt.Errorf("provider %q does not speak API kind %q; it speaks %s", kind.ProviderID, kind.APIKind, strings.Join(kind.Admitted, ", "))
 	}
 	return err
+}
+
+// logMissingKeys says at start which built-in providers have no key here,
+// so a missing key is not first met by a user's run.
+func logMissingKeys(r endpoint.Resolver, logger *slog.Logger) {
+	for _, id := range []string{endpoint.OpenAIProviderID, endpoint.AnthropicProviderID} {
+		var missing *endpoint.MissingKeyError
+		if _, err := r.Resolve(id); errors.As(err, &missing) {
+			logger.Warn("a built-in provider has no API key: sessions on it are refused until it is set in this server's environment",
+				"provider", id, "env", missing.EnvVar)
+		}
+	}
 }

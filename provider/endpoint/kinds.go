@@ -59,3 +59,18 @@ func CheckKnown(r Resolver, providerID, apiKind string) error {
 	}
 	return nil
 }
+
+// CheckUsable is CheckKnown that also refuses a provider whose key is not
+// set now (*MissingKeyError): a session created on it would fail at its
+// first run. A key set later is read then; nothing here is kept.
+func CheckUsable(r Resolver, providerID, apiKind string) error {
+	if err := CheckKnown(r, providerID, apiKind); err != nil {
+		return err
+	}
+	_, err := ResolveFor(r, providerID, apiKind)
+	var missing *MissingKeyError
+	if errors.As(err, &missing) {
+		return err
+	}
+	return nil
+}

@@ -114,3 +114,23 @@ func TestEndpointStringShowsKinds(t *testing.T) {
 		t.Fatal(s)
 	}
 }
+
+// CheckUsable refuses what CheckKnown does, and a provider whose key is
+// missing now; CheckKnown lets that pass.
+func TestCheckUsableRefusesAMissingKey(t *testing.T) {
+	r := New("", env(map[string]string{}))
+	if err := CheckKnown(r, OpenAIProviderID, "chat_completions"); err != nil {
+		t.Fatalf("CheckKnown: %v", err)
+	}
+	var missing *MissingKeyError
+	if err := CheckUsable(r, OpenAIProviderID, "chat_completions"); !errors.As(err, &missing) || missing.EnvVar != OpenAIKeyEnv {
+		t.Fatalf("CheckUsable without a key: %v", err)
+	}
+	if err := CheckUsable(New("", env(map[string]string{OpenAIKeyEnv: "sk-x"})), OpenAIProviderID, "chat_completions"); err != nil {
+		t.Fatalf("CheckUsable with a key: %v", err)
+	}
+	var unknown *UnknownProviderError
+	if err := CheckUsable(r, "nobody", "chat_completions"); !errors.As(err, &unknown) {
+		t.Fatalf("an unknown provider: %v", err)
+	}
+}
