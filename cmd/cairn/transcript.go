@@ -180,6 +180,9 @@ func (p *transcriptPrinter) entries(es []view.TranscriptEntry) {
 		switch {
 		case e.Kind == core.EntryToolCall || e.Kind == core.EntryToolResult:
 		case e.Kind == core.EntryMessage && e.Source == core.SourceUser:
+		case e.Kind == core.EntryMessage && e.Content.Text != nil && strings.TrimSpace(*e.Content.Text) == "" && !e.Content.Refusal:
+			// A turn that only called tools: its message says nothing, and
+			// its calls have their own lines.
 		case e.Kind == core.EntryMessage:
 			p.block(e.Role, e.Content)
 		case e.Kind == core.EntryReasoning || e.Kind == core.EntrySummary || e.Kind == core.EntryInstructions:
