@@ -115,12 +115,16 @@ func (x *Executor) Generate(ctx context.Context, sessionID string, w core.Genera
 	res := core.GenerationResult{
 		RunID: w.RunID, Turn: w.Turn, Entries: out.Entries, ToolCalls: out.ToolCalls,
 		Finish: out.Finish, ResponseID: out.ResponseID, Usage: out.Usage, Failure: out.Failure,
-		Cache: x.cacheFacts(ctx, sessionID, w, out),
 	}
+	var prefixFraction float64
+	res.Cache, prefixFraction = x.cacheFacts(ctx, sessionID, w, out)
 	if writes != nil {
 		if err := writes.Flush(ctx); err != nil {
 			return core.GenerationResult{}, fmt.Errorf("storing the answer: %w", err)
 		}
+	}
+	if x.Observer != nil { // once the answer is stored: a retried generation counts once
+		x.Observer.Generated(out.Usage, prefixFraction)
 	}
 	return res, nil
 }
@@ -145,25 +149,24 @@ const fingerprintedBytes = 64
 // cacheFacts stores the request's segment list and describes it; nil when
 // the adapter reported no segments. The provider has answered by now, so a
 // failure to store the list drops the facts rather than the answer (the
-// prompt-cache report skips a generation without them).
-func (x *Executor) cacheFacts(ctx context.Context, sessionID string, w core.GenerateWork, out provider.Output) *core.CacheFacts {
+// prompt-cache report skips a generation without them). It also returns
+// the fraction of the segments' bytes that begin the last request's list
+// (-1: no list to compare with), for the metrics.
+func (x *Executor) cacheFacts(ctx context.Context, sessionID string, w core.GenerateWork, out provider.Output) (*core.CacheFacts, float64) {
 	if len(out.Segments) == 0 {
-		return nil
+		return nil, -1
 	}
 	model := w.Config.Model
 	ref, keep, err := x.putSegments(ctx, sessionID, w.LastSegments, out.Segments)
 	if err != nil {
-		return nil
+		return nil, -1
 	}
-	if x.Observer != nil {
-		fraction := -1.0
-		if total := core.SegmentTotal(out.Segments); keep >= 0 && total > 0 {
-			fraction = float64(core.SegmentTotal(out.Segments[:keep])) / float64(total)
-		}
-		x.Observer.Generated(out.Usage, fraction)
+	total, fraction := core.SegmentTotal(out.Segments), -1.0
+	if keep >= 0 && total > 0 {
+		fraction = float64(core.SegmentTotal(out.Segments[:keep])) / float64(total)
 	}
 	return &core.CacheFacts{ProviderID: model.ProviderID, APIKind: model.APIKind, Model: model.Model, RequestBytes: out.RequestBytes,
-		SegmentBytes: core.SegmentTotal(out.Segments), SegmentCount: len(out.Segments), Segments: ref}
+		SegmentBytes: total, SegmentCount: len(out.Segments), Segments: ref}, fraction
 }
 
 // FailedGeneration turns a generation error the host will not retry into the

@@ -60,8 +60,16 @@ func TestGenerationWritesOneBatch(t *testing.T) {
 	mem := blob.NewMemory()
 	puts := &puttingBlobs{Store: mem}
 	files := &batchingFiles{Memory: store.NewMemory(mem)}
-	x := &runtime.Executor{Blobs: puts, Adapters: adapters, Files: files, Pieces: provider.NewPieces(1 << 20)}
+	obs := &heardGenerations{}
+	x := &runtime.Executor{Blobs: puts, Adapters: adapters, Files: files, Pieces: provider.NewPieces(1 << 20), Observer: obs}
 	cfg := core.SessionConfig{Model: core.ModelSelection{ProviderID: "p", APIKind: core.APIChatCompletions, Model: "m"}}
+	defer func() {
+		// The observer heard each stored answer once: its tokens, and how
+		// much of its request began the last one (none before turn 1).
+		if len(obs.fractions) != 3 || obs.fractions[0] != -1 || obs.fractions[1] <= 0 || obs.fractions[1] > 1 || obs.input != 15 {
+			t.Errorf("the observer heard fractions %v and %d input tokens", obs.fractions, obs.input)
+		}
+	}()
 
 	var entries []core.Entry
 	add := func(kind, role string, ref content.ContentRef) {
@@ -111,4 +119,18 @@ func TestGenerationWritesOneBatch(t *testing.T) {
 			add(in.Kind, in.Role, in.Content)
 		}
 	}
+}
+
+// heardGenerations is an Observer that keeps what Generated heard.
+type heardGenerations struct {
+	fractions []float64
+	input     int64
+}
+
+func (h *heardGenerations) ProviderCall(runtime.ProviderCallInfo) {}
+func (h *heardGenerations) ToolCall(runtime.ToolCallInfo)         {}
+func (h *heardGenerations) Committed(string, []core.Event)        {}
+func (h *heardGenerations) Generated(u core.Usage, f float64) {
+	h.fractions = append(h.fractions, f)
+	h.input += u.InputTokens
 }

@@ -96,6 +96,12 @@ func (t *Tracer) Generated(core.Usage, float64) {}
 // when it completes, from their start events' times.
 func (t *Tracer) Committed(sessionID string, events []core.Event) {
 	for _, e := range events {
+		switch e.Kind {
+		case core.KindRunAccepted, core.KindRunStarted, core.KindTurnStarted, core.KindTurnCompleted,
+			core.KindRunCompleted, core.KindRunFailed, core.KindRunCancelled:
+		default:
+			continue // most events open or close no span
+		}
 		run, turn := joined(e.Joins)
 		at := time.UnixMilli(e.ObservedAtMs)
 		switch e.Kind {

@@ -57,9 +57,9 @@ func (a *Adapter) Generate(ctx context.Context, blobs blob.Store, req provider.R
 	if err != nil {
 		return provider.Output{}, err
 	}
-	resp, err := a.post(ctx, ep, body, req.OnDelta)
+	resp, err := a.post(ctx, ep, body, req.OnDelta) // a stream's failures already classified
 	if err != nil {
-		return provider.Output{}, streamFailure(err, ep)
+		return provider.Output{}, decodeFailure(err, ep)
 	}
 	if isStream(resp) { // a stream sent as another content type
 		if resp, err = assembleStream(bytes.NewReader(resp), req.OnDelta); err != nil {
@@ -74,9 +74,10 @@ func (a *Adapter) Generate(ctx context.Context, blobs blob.Store, req provider.R
 	return out, nil
 }
 
-// streamFailure classifies a stream's failure as httpx does (a cut stream
-// is retryable, a reported error is classified like its answer); a chunk
-// that is not one is a terminal provider error.
+// streamFailure classifies the failure of a stream sent as another
+// content type as httpx does for one it reads (a cut stream is retryable,
+// a reported error is classified like its answer); a chunk that is not
+// one is a terminal provider error.
 func streamFailure(err error, ep endpoint.Endpoint) error {
 	return decodeFailure(httpx.StreamFailure(err, ep, httpx.OpenAIQuota), ep)
 }
