@@ -21,7 +21,6 @@ import (
 	"github.com/cairn-agents/cairn/provider/endpoint"
 	"github.com/cairn-agents/cairn/provider/replay"
 	"github.com/cairn-agents/cairn/runtime"
-	"github.com/cairn-agents/cairn/vfs"
 )
 
 // demoCassette holds the model's answers for the demo, in the Chat
@@ -120,7 +119,7 @@ func runDemo(ctx context.Context, out io.Writer, dataDir string) error {
 		return err
 	}
 	fmt.Fprintf(out, "$ cairn vfs import %s --workspace %s\n", src, demoWorkspaceName)
-	if err := importDir(ctx, out, client, src, demoWorkspaceName, vfs.ImportOptions{}); err != nil {
+	if err := importDir(ctx, out, client, src, demoWorkspaceName, importOptions{}); err != nil {
 		return err
 	}
 	var tools []string

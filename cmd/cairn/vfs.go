@@ -23,37 +23,105 @@ func vfsCommand() *cobra.Command {
 		Use:   "vfs",
 		Short: "Import, export and inspect a server's workspaces and snapshots",
 	}
-	cmd.AddCommand(vfsImportCommand(), vfsExportCommand(), vfsWorkspacesCommand(), vfsCatCommand(), vfsSnapshotCommand())
+	cmd.AddCommand(vfsImportCommand(), vfsDiffCommand(), vfsExportCommand(), vfsWorkspacesCommand(), vfsCatCommand(), vfsSnapshotCommand())
 	return cmd
 }
 
 func vfsImportCommand() *cobra.Command {
 	var cf clientFlags
-	var workspace, ignoreFile string
+	var workspace string
+	var f importFlags
 	cmd := &cobra.Command{
 		Use:   "import DIR --workspace NAME",
-		Short: "Make a workspace's tree DIR's files (creating it if absent), uploading only what the server lacks",
-		Long: "Make a workspace's tree DIR's files (creating it if absent), uploading only what the server lacks.\n" +
+		Short: "Commit DIR's files to a workspace (creating it if absent), uploading only what the server lacks",
+		Long: "Commit DIR's files to a workspace (creating it if absent), uploading only what the server lacks.\n" +
+			"Files only in the workspace (an agent's work) are kept and listed; --delete removes them instead.\n" +
+			"`cairn vfs diff DIR --workspace NAME` shows what an import would do.\n" +
 			"Git metadata (.git) is never imported. A symlink to a file inside DIR is imported as that file's bytes;\n" +
 			"other symlinks (outside DIR, to a directory, dangling) are skipped. Every skipped path is reported.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opt := vfs.ImportOptions{}
-			if ignoreFile != "" {
-				data, err := os.ReadFile(ignoreFile)
-				if err != nil {
-					return fmt.Errorf("--ignore-file: %w", err)
-				}
-				opt.Ignore = vfs.ParseIgnore(data)
+			opt, err := f.options(cmd)
+			if err != nil {
+				return err
 			}
 			return importDir(cmd.Context(), cmd.OutOrStdout(), cf.client(), args[0], workspace, opt)
 		},
 	}
 	cf.register(cmd)
+	f.register(cmd)
 	cmd.Flags().StringVar(&workspace, "workspace", "", "workspace to commit DIR into")
-	cmd.Flags().StringVar(&ignoreFile, "ignore-file", "", "leave out the paths this file's patterns match (gitignore syntax, relative to DIR), e.g. DIR/.gitignore")
+	cmd.Flags().Int64Var(&f.expected, "expected-revision", 0, "refuse unless the workspace is at this revision (0: refuse unless it is absent)")
 	_ = cmd.MarkFlagRequired("workspace")
 	return cmd
+}
+
+func vfsDiffCommand() *cobra.Command {
+	var cf clientFlags
+	var workspace string
+	var f importFlags
+	cmd := &cobra.Command{
+		Use:   "diff DIR --workspace NAME",
+		Short: "Show what `vfs import` of DIR would change in a workspace",
+		Long: "Show what `vfs import` of DIR would change in a workspace, one path per line:\n" +
+			"+ only in DIR (added), ~ in both with other bytes (replaced), - only in the workspace and removed\n" +
+			"(with --delete), = only in the workspace and kept. Nothing is uploaded or changed.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opt, err := f.options(cmd)
+			if err != nil {
+				return err
+			}
+			c := cf.client()
+			p, _, err := planDir(cmd.Context(), c, args[0], workspace, opt)
+			if err != nil {
+				return err
+			}
+			printDiff(cmd.OutOrStdout(), p.plan)
+			return nil
+		},
+	}
+	cf.register(cmd)
+	f.register(cmd)
+	cmd.Flags().StringVar(&workspace, "workspace", "", "workspace to compare DIR with")
+	_ = cmd.MarkFlagRequired("workspace")
+	return cmd
+}
+
+// importFlags are the flags import and diff share.
+type importFlags struct {
+	ignoreFile string
+	del        bool
+	expected   int64
+}
+
+func (f *importFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.ignoreFile, "ignore-file", "", "leave out the paths this file's patterns match (gitignore syntax, relative to DIR), e.g. DIR/.gitignore")
+	cmd.Flags().BoolVar(&f.del, "delete", false, "remove the workspace's files that DIR lacks (except paths the import leaves out)")
+}
+
+func (f *importFlags) options(cmd *cobra.Command) (importOptions, error) {
+	opt := importOptions{delete: f.del}
+	if fl := cmd.Flags().Lookup("expected-revision"); fl != nil && fl.Changed {
+		if f.expected < 0 {
+			return opt, fmt.Errorf("--expected-revision must not be negative")
+		}
+		opt.expected = &f.expected
+	}
+	if f.ignoreFile != "" {
+		data, err := os.ReadFile(f.ignoreFile)
+		if err != nil {
+			return opt, fmt.Errorf("--ignore-file: %w", err)
+		}
+		opt.vfs.Ignore = vfs.ParseIgnore(data)
+	}
+	return opt, nil
+}
+
+type importOptions struct {
+	vfs      vfs.ImportOptions
+	delete   bool
+	expected *int64 // --expected-revision
 }
 
 // hashOnly is a blob store that only names bytes, so import can compute
@@ -76,26 +144,68 @@ type noEdges struct{}
 
 func (noEdges) PutEdges(context.Context, content.Digest, []content.Digest) error { return nil }
 
-// importDir commits dir's tree to workspace on the revision it read, so a
-// concurrent change on the server is a conflict, never overwritten.
-func importDir(ctx context.Context, out io.Writer, c *api.Client, dir, workspace string, opt vfs.ImportOptions) error {
-	m, local, skipped, err := vfs.ImportDir(ctx, hashOnly{}, noEdges{}, dir, opt)
+// dirPlan is an import's plan with what it was made from.
+type dirPlan struct {
+	plan     importPlan
+	local    vfs.Manifest // DIR's files
+	exists   bool         // the workspace exists
+	revision int64        // the workspace's revision (0 when absent)
+}
+
+// planDir reads dir and the workspace's head and plans the import.
+func planDir(ctx context.Context, c *api.Client, dir, workspace string, opt importOptions) (dirPlan, []vfs.Skipped, error) {
+	m, _, skipped, err := vfs.ImportDir(ctx, hashOnly{}, noEdges{}, dir, opt.vfs)
+	if err != nil {
+		return dirPlan{}, nil, err
+	}
+	d := dirPlan{local: m}
+	var remote []vfs.Entry
+	switch cur, err := c.ReadWorkspace(ctx, workspace); {
+	case err == nil:
+		d.exists, d.revision = true, cur.Revision
+		data, err := c.Get(ctx, cur.Head.Ref.Digest)
+		if err != nil {
+			return dirPlan{}, nil, err
+		}
+		head, err := vfs.ParseManifest(data)
+		if err != nil {
+			return dirPlan{}, nil, err
+		}
+		remote = head.Files
+	case !isKind(err, api.KindNotFound):
+		return dirPlan{}, nil, err
+	}
+	d.plan, err = planImport(m.Files, remote, skipped, opt.delete)
+	return d, skipped, err
+}
+
+// importDir commits dir's tree to workspace on the revision it read (or the
+// one --expected-revision names), so a concurrent change on the server is a
+// conflict, never overwritten.
+func importDir(ctx context.Context, out io.Writer, c *api.Client, dir, workspace string, opt importOptions) error {
+	d, skipped, err := planDir(ctx, c, dir, workspace, opt)
 	if err != nil {
 		return err
 	}
 	reportSkipped(out, skipped)
-	var expected *int64
-	cur, err := c.ReadWorkspace(ctx, workspace)
-	switch {
-	case err == nil:
-		if cur.Head.Ref.Digest == local.Digest {
-			fmt.Fprintf(out, "workspace %s already holds %s at revision %d: %d files, %d bytes\n", workspace, dir, cur.Revision, cur.Files, cur.Bytes)
-			return nil
+	expected := d.revision
+	if opt.expected != nil {
+		// Checked here too, before any upload; the commit checks it again.
+		if *opt.expected != d.revision {
+			state := fmt.Sprintf("is at revision %d", d.revision)
+			if !d.exists {
+				state = "does not exist"
+			}
+			return fmt.Errorf("workspace %s %s, not %d (--expected-revision): nothing imported; `cairn vfs diff` shows what changed", workspace, state, *opt.expected)
 		}
-		expected = &cur.Revision
-	case !isKind(err, api.KindNotFound):
-		return err
+		expected = *opt.expected
 	}
+	if d.exists && d.plan.unchanged() {
+		fmt.Fprintf(out, "workspace %s already holds %s at revision %d\n", workspace, dir, d.revision)
+		reportKeptAndRemoved(out, d.plan)
+		return nil
+	}
+	m := d.local
 	res, err := c.MissingBlobs(ctx, vfs.FileDigests(m))
 	if err != nil {
 		return err
@@ -131,12 +241,13 @@ func importDir(ctx context.Context, out io.Writer, c *api.Client, dir, workspace
 		uploaded++
 		uploadedBytes += e.Size
 	}
-	done, err := c.CommitWorkspace(ctx, api.WorkspaceCommitParams{Workspace: workspace, ExpectedRevision: expected, Files: m.Files})
+	done, err := c.CommitWorkspace(ctx, api.WorkspaceCommitParams{Workspace: workspace, ExpectedRevision: &expected, Files: d.plan.files})
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "workspace %s revision %d: %d files, %d bytes\n", done.Workspace, done.Revision, done.Files, done.Bytes)
 	fmt.Fprintf(out, "uploaded %d new blobs (%d bytes), reused %d files (%d bytes)\n", uploaded, uploadedBytes, reused, reusedBytes)
+	reportKeptAndRemoved(out, d.plan)
 	return nil
 }
 
