@@ -52,6 +52,18 @@ func gcCommand() *cobra.Command {
 }
 
 func runGC(ctx context.Context, o serveOptions, opt retention.Options) (retention.Stats, error) {
+	if o.postgres == "" {
+		// A server's own collector runs under its lock; this process must
+		// not collect beside it.
+		if _, err := os.Stat(o.dataDir); err != nil {
+			return retention.Stats{}, fmt.Errorf("no embedded store at %s: %w", o.dataDir, err)
+		}
+		unlock, err := lockDataDir(o.dataDir)
+		if err != nil {
+			return retention.Stats{}, fmt.Errorf("%w; a running server collects its own directory (serve --gc-interval)", err)
+		}
+		defer unlock()
+	}
 	col, closeStore, err := openCollector(ctx, o, slog.New(slog.NewTextHandler(os.Stderr, nil)))
 	if err != nil {
 		return retention.Stats{}, err

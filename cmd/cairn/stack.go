@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -123,31 +122,36 @@ func builtinToolNames() []string {
 
 // stack is an embedded Cairn: the SQLite store and a local host on it.
 type stack struct {
-	store *sqlite.Store
-	host  *local.Host
-	kinds []string
+	store  *sqlite.Store
+	host   *local.Host
+	kinds  []string
+	unlock func() // gives up the data directory's lock
 }
 
-// openStack opens (creating if needed) the embedded store under dataDir and
-// starts a host on it.
+// openStack opens (creating if needed) the embedded store under dataDir,
+// holding the directory's lock, and starts a host on it.
 func openStack(ctx context.Context, dataDir string, o hostOptions) (*stack, error) {
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("creating data directory: %w", err)
+	unlock, err := lockDataDir(dataDir)
+	if err != nil {
+		return nil, err
 	}
 	st, err := sqlite.Open(ctx, filepath.Clean(dataDir))
 	if err != nil {
+		unlock()
 		return nil, fmt.Errorf("opening store in %s: %w", dataDir, err)
 	}
 	host, err := startHost(ctx, st, st, st, o)
 	if err != nil {
 		st.Close()
+		unlock()
 		return nil, err
 	}
-	return &stack{store: st, host: host, kinds: apiKinds}, nil
+	return &stack{store: st, host: host, kinds: apiKinds, unlock: unlock}, nil
 }
 
-// close stops all work, then the store.
+// close stops all work, then the store, then gives up the directory.
 func (s *stack) close() {
 	s.host.Close()
 	s.store.Close()
+	s.unlock()
 }
