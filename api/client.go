@@ -128,6 +128,12 @@ func (c *Client) Steer(ctx context.Context, p SteerParams) (SteerResult, error) 
 	return r, c.Call(ctx, MethodRunsSteer, p, &r)
 }
 
+// RetryRun calls session/runs/retry.
+func (c *Client) RetryRun(ctx context.Context, sessionID, runID string) (RunStartResult, error) {
+	var r RunStartResult
+	return r, c.Call(ctx, MethodRunsRetry, RunParams{SessionID: sessionID, RunID: runID}, &r)
+}
+
 // CancelRun calls session/runs/cancel.
 func (c *Client) CancelRun(ctx context.Context, sessionID, runID string) (RunSummary, error) {
 	var r RunSummary

@@ -43,6 +43,8 @@ type fakeModel struct {
 	release   chan struct{} // one send lets one held call answer
 	cancelled chan int      // call number, sent when a held call's context ends
 
+	fail int // the next this many calls answer a terminal provider error
+
 	compactions []provider.CompactRequest
 	compactFail bool          // answer compactions with a failure
 	compactGate chan struct{} // when set, a compaction waits for a receive from it
@@ -76,12 +78,18 @@ func (m *fakeModel) Generate(ctx context.Context, blobs blob.Store, req provider
 	m.mu.Lock()
 	n := len(m.requests)
 	m.requests = append(m.requests, req)
-	hold := m.hold
+	hold, fail := m.hold, m.fail > 0
+	if fail {
+		m.fail--
+	}
 	m.mu.Unlock()
 	select {
 	case m.arrived <- n:
 	case <-ctx.Done():
 		return provider.Output{}, ctx.Err()
+	}
+	if fail {
+		return provider.Output{}, &provider.Error{Status: 400, Message: "fake: refused"}
 	}
 	if req.OnDelta != nil { // streams its answer's first piece, as a provider would
 		req.OnDelta(provider.Delta{Kind: provider.DeltaText, Text: "echo: "})

@@ -63,6 +63,7 @@ func routes() map[string]method {
 	maps.Copy(m, storageRoutes())
 	maps.Copy(m, clientToolRoutes())
 	maps.Copy(m, approvalRoutes())
+	maps.Copy(m, runRetryRoutes())
 	return m
 }
 
@@ -372,7 +373,7 @@ func (s call) readRun(ctx context.Context, p RunParams) (RunReadResult, error) {
 			return
 		}
 		found = true
-		out = RunReadResult{RunID: r.ID, Status: r.ShownStatus(), Turns: r.Turns, Error: r.Error}
+		out = RunReadResult{RunID: r.ID, Status: r.ShownStatus(), Turns: r.Turns, Error: r.Error, RetryOf: r.RetryOf}
 		output = r.Output
 	})
 	if err != nil {

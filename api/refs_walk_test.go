@@ -184,6 +184,13 @@ func TestRefs_EveryResultRefReadsBack(t *testing.T) {
 	e.waitStatus(t, sid, run["runId"].(string), core.StatusCompleted)
 	out := w.call(api.MethodRunsRead, map[string]any{"sessionId": sid, "runId": run["runId"]})
 	w.call(api.MethodBlobsRead, map[string]any{"ref": out["output"].(map[string]any)["ref"]})
+	e.model.mu.Lock()
+	e.model.fail = 1
+	e.model.mu.Unlock()
+	failed := w.call(api.MethodRunsStart, map[string]any{"sessionId": sid, "input": []any{map[string]any{"type": "text", "text": "fail once"}}})
+	e.waitStatus(t, sid, failed["runId"].(string), core.StatusFailed)
+	retried := w.call(api.MethodRunsRetry, map[string]any{"sessionId": sid, "runId": failed["runId"]})
+	e.waitStatus(t, sid, retried["runId"].(string), core.StatusCompleted)
 	w.call(api.MethodContextAppend, map[string]any{"sessionId": sid, "kind": core.EntryMessage, "text": "and then?"})
 	w.call(api.MethodRunsList, map[string]any{"sessionId": sid})
 	w.call(api.MethodContextRead, map[string]any{"sessionId": sid})

@@ -154,6 +154,8 @@ type RunReadResult struct {
 	Turns  int           `json:"turns"`
 	Output *RunOutput    `json:"output,omitempty"`
 	Error  *core.Failure `json:"error,omitempty"`
+	// RetryOf is the failed run this run goes on from (session/runs/retry).
+	RetryOf string `json:"retryOf,omitempty"`
 }
 
 type SteerParams struct {

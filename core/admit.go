@@ -260,7 +260,15 @@ func admitStartRun(s *State, c StartRun) (Admission, error) {
 	if err := compactionPending(s); err != nil {
 		return Admission{}, err
 	}
-	if err := validInput(c.Input); err != nil {
+	if c.RetryOf != "" {
+		if len(c.Input) > 0 {
+			return Admission{}, reject(RejectInvalidInput, "a retried run takes no input: its run's input is in context already")
+		}
+		if adm, err := retryable(s, c.RetryOf); adm.RunID != "" || err != nil {
+			return adm, err
+		}
+		c.Input = []InputItem{}
+	} else if err := validInput(c.Input); err != nil {
 		return Admission{}, err
 	}
 	if hasAudio(c.Input) && s.Config.Transcription == nil {
@@ -292,7 +300,7 @@ func admitStartRun(s *State, c StartRun) (Admission, error) {
 	}
 	queued := s.HasWork()
 	b := s.newBatch(c.AtMs)
-	b.add(KindRunAccepted, runJoins(c.RunID), RunAccepted{RunID: c.RunID, SubmissionID: c.SubmissionID, InputFingerprint: fp, Input: c.Input, Queued: queued, Activations: c.Activations})
+	b.add(KindRunAccepted, runJoins(c.RunID), RunAccepted{RunID: c.RunID, SubmissionID: c.SubmissionID, InputFingerprint: fp, Input: c.Input, Queued: queued, Activations: c.Activations, RetryOf: c.RetryOf})
 	status := StatusRunning
 	if queued {
 		status = StatusQueued

@@ -67,6 +67,8 @@ type runState struct {
 	// no transcription was requested.
 	TranscriptionRequested bool         `json:"transcriptionRequested,omitempty"`
 	Transcripts            []Transcript `json:"transcripts,omitempty"`
+	// Added within version 1; absent means the run retries none.
+	RetryOf string `json:"retryOf,omitempty"`
 }
 
 type turnState struct {
@@ -125,7 +127,7 @@ func (s *State) checkpoint() checkpoint {
 			ID: r.ID, SubmissionID: r.SubmissionID, InputFingerprint: r.InputFingerprint, Status: r.Status,
 			Input: r.Input, Activations: r.Activations, InputConsumed: r.InputConsumed, Steering: r.Steering, Turns: r.Turns,
 			CancelRequested: r.CancelRequested, Output: r.Output, Error: r.Error, AcceptedSeq: r.AcceptedSeq, EndedSeq: r.EndedSeq,
-			TranscriptionRequested: r.TranscriptionRequested, Transcripts: r.Transcripts,
+			TranscriptionRequested: r.TranscriptionRequested, Transcripts: r.Transcripts, RetryOf: r.RetryOf,
 		}
 		if t := r.Turn; t != nil {
 			ts := &turnState{N: t.N, Planned: t.Planned, ContextRevision: t.ContextRevision, Fingerprint: t.Fingerprint,
@@ -192,7 +194,7 @@ func (cp checkpoint) state() (*State, error) {
 		r := &Run{ID: rs.ID, SubmissionID: rs.SubmissionID, InputFingerprint: rs.InputFingerprint, Status: rs.Status,
 			Input: rs.Input, Activations: rs.Activations, InputConsumed: rs.InputConsumed, Steering: rs.Steering, Turns: rs.Turns,
 			CancelRequested: rs.CancelRequested, Output: rs.Output, Error: rs.Error, AcceptedSeq: rs.AcceptedSeq, EndedSeq: rs.EndedSeq,
-			TranscriptionRequested: rs.TranscriptionRequested, Transcripts: rs.Transcripts}
+			TranscriptionRequested: rs.TranscriptionRequested, Transcripts: rs.Transcripts, RetryOf: rs.RetryOf}
 		if ts := rs.Turn; ts != nil {
 			t := &Turn{N: ts.N, Planned: ts.Planned, ContextRevision: ts.ContextRevision, Fingerprint: ts.Fingerprint,
 				GenRequested: ts.GenRequested, GenCompleted: ts.GenCompleted, BatchStarted: ts.BatchStarted,

@@ -40,6 +40,12 @@ type StartRun struct {
 	// Activations are skill bodies (kind skill_activation) that enter
 	// context with the run's input and leave it when the run ends.
 	Activations []EntryInput
+	// RetryOf names a failed run to go on from where it stopped: the new
+	// run has no input of its own (the failed run's is in context already)
+	// and its first turn sees the context as the failure left it. Only the
+	// session's last run can be retried; retrying it again answers the run
+	// that retried it.
+	RetryOf string
 }
 
 // Steer adds input to the active run; it enters context at the next turn boundary.

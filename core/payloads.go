@@ -29,6 +29,8 @@ type RunAccepted struct {
 	Queued           bool        `json:"queued"`
 	// Activations enter context with the input and expire with the run.
 	Activations []EntryInput `json:"activations,omitempty"`
+	// RetryOf is the failed run this one goes on from (StartRun.RetryOf).
+	RetryOf string `json:"retryOf,omitempty"`
 }
 
 // InputItem is one piece of user input recorded when admitted; it becomes a

@@ -147,7 +147,7 @@ func (s *State) applyRun(ev Event) error {
 		if s.runs[p.RunID] != nil {
 			return fmt.Errorf("run %s already accepted", p.RunID)
 		}
-		r := &Run{ID: p.RunID, SubmissionID: p.SubmissionID, InputFingerprint: p.InputFingerprint, Input: p.Input, Activations: p.Activations, AcceptedSeq: ev.Seq}
+		r := &Run{ID: p.RunID, SubmissionID: p.SubmissionID, InputFingerprint: p.InputFingerprint, Input: p.Input, Activations: p.Activations, AcceptedSeq: ev.Seq, RetryOf: p.RetryOf}
 		s.runs[p.RunID] = r
 		s.runOrder = append(s.runOrder, p.RunID)
 		if p.SubmissionID != "" {

@@ -65,6 +65,7 @@ type Run struct {
 	Error            *Failure
 	AcceptedSeq      int64
 	EndedSeq         int64
+	RetryOf          string // the failed run this one retries
 
 	// TranscriptionRequested and Transcripts track the transcription of
 	// audio input before the first turn.

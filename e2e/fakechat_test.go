@@ -28,6 +28,7 @@ type fakeChat struct {
 
 type fakeStep struct {
 	body    string
+	status  int           // an HTTP error status to answer with body instead (0: 200)
 	release chan struct{} // nil: answer at once
 }
 
@@ -99,6 +100,12 @@ func (f *fakeChat) serve(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			return // the caller went away (killed): it will ask again
 		}
+	}
+	if step.status != 0 {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(step.status)
+		_, _ = io.WriteString(w, step.body)
+		return
 	}
 	writeAnswer(w, r.URL.Path, body, []byte(step.body))
 }

@@ -128,12 +128,18 @@ type Error struct {
 	Retryable  bool
 	RetryAfter time.Duration // from Retry-After, when the provider sent one
 	Message    string
+	// Exhausted says a retryable error kept coming until the host's retry
+	// budget was spent; Retryable is then false.
+	Exhausted bool
 }
 
 func (e *Error) Error() string {
 	kind := "terminal"
-	if e.Retryable {
+	switch {
+	case e.Retryable:
 		kind = "retryable"
+	case e.Exhausted:
+		kind = "retries exhausted"
 	}
 	if e.Status != 0 {
 		return fmt.Sprintf("provider error (%s, HTTP %d): %s", kind, e.Status, e.Message)

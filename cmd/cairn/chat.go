@@ -44,14 +44,14 @@ func chatCommand() *cobra.Command {
 			if fromStdin {
 				o.in = nil // read to its end: approvals are decided with `cairn approvals decide`
 			}
-			status, err := runChat(cmd.Context(), cmd.OutOrStdout(), o.client(), o, message)
+			if err := o.refuseNewSessionFlags(cmd); err != nil {
+				return err
+			}
+			run, err := runChat(cmd.Context(), cmd.OutOrStdout(), o.client(), o, message)
 			if err != nil {
 				return err
 			}
-			if status != core.StatusCompleted {
-				return fmt.Errorf("run %s", status)
-			}
-			return nil
+			return runEnded(run.session, run.id, run.status)
 		},
 	}
 	o.clientFlags.register(cmd)
@@ -117,12 +117,15 @@ func chatMessage(args []string, file string, stdin io.Reader) (message string, f
 }
 
 // runChat creates the session if needed, starts a run and follows it.
-func runChat(ctx context.Context, out io.Writer, c *api.Client, o chatOptions, message string) (string, error) {
+// chatRun is the run a chat started and how it ended.
+type chatRun struct{ session, id, status string }
+
+func runChat(ctx context.Context, out io.Writer, c *api.Client, o chatOptions, message string) (chatRun, error) {
 	session := o.session
 	if session == "" {
 		links, err := parseLinks(o.links)
 		if err != nil {
-			return "", err
+			return chatRun{}, err
 		}
 		created, err := c.CreateSession(ctx, api.CreateSessionParams{
 			Model:        core.ModelSelection{ProviderID: o.provider, APIKind: o.apiKind, Model: o.model},
@@ -133,7 +136,7 @@ func runChat(ctx context.Context, out io.Writer, c *api.Client, o chatOptions, m
 			Compaction:   o.compactionPolicy(),
 		})
 		if err != nil {
-			return "", err
+			return chatRun{}, err
 		}
 		session = created.SessionID
 		if !o.json {
@@ -142,11 +145,11 @@ func runChat(ctx context.Context, out io.Writer, c *api.Client, o chatOptions, m
 	}
 	before, err := c.ReadSession(ctx, session)
 	if err != nil {
-		return "", err
+		return chatRun{}, err
 	}
 	run, err := c.StartRun(ctx, api.RunStartParams{SessionID: session, Input: []api.InputPart{{Type: "text", Text: message}}, SubmissionID: o.submission, Skills: o.skills})
 	if err != nil {
-		return "", err
+		return chatRun{}, err
 	}
 	if !o.json {
 		fmt.Fprintf(out, "run %s %s\n", run.RunID, run.Status)
@@ -155,7 +158,8 @@ func runChat(ctx context.Context, out io.Writer, c *api.Client, o chatOptions, m
 	if o.in != nil && !o.json {
 		f.in = bufio.NewReader(o.in)
 	}
-	return f.follow(ctx, run.RunID, before.Head)
+	status, err := f.follow(ctx, run.RunID, before.Head)
+	return chatRun{session: session, id: run.RunID, status: status}, err
 }
 
 // approvals is the approval policy of the tools named by --approve.
@@ -204,4 +208,27 @@ func (o chatOptions) compactionPolicy() *core.Compaction {
 		mode = core.CompactionProviderStandalone
 	}
 	return &core.Compaction{Mode: mode, ThresholdTokens: o.threshold, TargetTokens: o.target}
+}
+
+// newSessionFlags configure the session chat creates; a session continued
+// with --session keeps its own configuration.
+var newSessionFlags = []string{"provider", "api", "model", "instructions", "tool", "approve", "link", "compaction", "compaction-threshold", "compaction-target"}
+
+// refuseNewSessionFlags refuses a new session's flags beside --session,
+// where they would be ignored without a word.
+func (o chatOptions) refuseNewSessionFlags(cmd *cobra.Command) error {
+	if o.session == "" {
+		return nil
+	}
+	var given []string
+	for _, name := range newSessionFlags {
+		if cmd.Flags().Changed(name) {
+			given = append(given, "--"+name)
+		}
+	}
+	if len(given) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s configure a new session; --session %s continues one with its own configuration: drop them, or start a new session without --session",
+		strings.Join(given, ", "), o.session)
 }

@@ -40,3 +40,13 @@ func TestChatMessageSources(t *testing.T) {
 		}
 	}
 }
+
+// A new session's flags beside --session would be ignored: chat refuses
+// them, naming each, before it sends anything.
+func TestChatRefusesNewSessionFlagsWithSession(t *testing.T) {
+	s := startVFSServer(t)
+	_, err := s.cairn(t, "chat", "--session", "s1", "--model", "gpt-5", "--tool", "vfs_read_file", "hello")
+	if err == nil || !strings.Contains(err.Error(), "--model, --tool configure a new session; --session s1 continues one") {
+		t.Fatalf("chat --session with --model and --tool: %v", err)
+	}
+}

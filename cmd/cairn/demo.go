@@ -140,14 +140,14 @@ func runDemo(ctx context.Context, out io.Writer, dataDir string) error {
 		if len(runs[i].skills) > 0 {
 			fmt.Fprintf(out, "(skill %s is active for this run)\n", demoSkill)
 		}
-		status, err := runChat(ctx, out, client, runs[i], msg)
+		run, err := runChat(ctx, out, client, runs[i], msg)
 		if err != nil {
 			return err
 		}
 		if steerErr != nil {
 			return fmt.Errorf("steering: %w", steerErr)
 		}
-		if status != core.StatusCompleted {
+		if status := run.status; status != core.StatusCompleted {
 			return fmt.Errorf("demo run ended %s", status)
 		}
 		fmt.Fprintln(out)

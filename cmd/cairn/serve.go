@@ -38,6 +38,7 @@ type serveOptions struct {
 	maxResponseBytes            int64         // the results of one HTTP response, a batch's together
 	mcpCommands                 bool          // hosted mode: command (stdio) MCP servers allowed
 	metricsListen               string        // "": /metrics only beside the API
+	retryBudget                 time.Duration // --provider-retry-budget
 }
 
 func serveCommand() *cobra.Command {
@@ -71,6 +72,7 @@ func serveCommand() *cobra.Command {
 	mcpCommandsFlag(cmd, &o.mcpCommands)
 	metricsFlag(cmd, &o.metricsListen)
 	o.gc.register(cmd)
+	retryBudgetFlag(cmd, &o.retryBudget, "the server (workers, in Temporal mode)")
 	return cmd
 }
 
@@ -102,7 +104,14 @@ func serve(ctx context.Context, cmd *cobra.Command, o serveOptions) error {
 		return err
 	}
 	defer stopTracing()
-	hostOpts := hostOptions{resolver: providerResolver(o), logger: logger, maxIdleSessions: o.maxIdleSessions, idleTTL: o.idleSessionTTL, mcp: mcp, observer: observer, metrics: m}
+	retryBudget, err := resolveRetryBudget(cmd, o.retryBudget)
+	if err != nil {
+		return err
+	}
+	if cmd.Flags().Changed("provider-retry-budget") && o.temporal.address != "" {
+		return fmt.Errorf("--provider-retry-budget applies to the workers in Temporal mode: give it to cairn worker")
+	}
+	hostOpts := hostOptions{resolver: providerResolver(o), logger: logger, maxIdleSessions: o.maxIdleSessions, idleTTL: o.idleSessionTTL, mcp: mcp, observer: observer, metrics: m, retryBudget: retryBudget}
 	var hosts api.Hosts
 	var ready []readyCheck
 	if o.maxResponseBytes <= 0 {

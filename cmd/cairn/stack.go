@@ -65,6 +65,7 @@ type hostOptions struct {
 	idleTTL         time.Duration
 	mcp             runtime.MCPServers // nil: no MCP servers
 	observer        runtime.Observer   // nil: no metrics
+	retryBudget     time.Duration      // of retryable provider errors; 0: the default
 	metrics         *metrics.Metrics   // nil: no gauges of the stores
 }
 
@@ -94,7 +95,7 @@ func startHost(ctx context.Context, log store.SessionLog, blobs blob.Store, file
 	}
 	cps, _ := log.(store.Checkpoints) // nil for a log without checkpoints
 	host := local.New(local.Options{Log: log, Blobs: blobs, Executor: exec, Logger: o.logger, Checkpoints: cps,
-		MaxIdleSessions: o.maxIdleSessions, IdleTTL: o.idleTTL, Observer: o.observer})
+		MaxIdleSessions: o.maxIdleSessions, IdleTTL: o.idleTTL, Observer: o.observer, Retry: local.RetryPolicy{Budget: o.retryBudget}})
 	if err := host.Start(ctx); err != nil {
 		host.Close()
 		return nil, err

@@ -16,6 +16,7 @@ import (
 	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/metrics"
 	"github.com/cairn-agents/cairn/provider/transcribe"
+	"github.com/cairn-agents/cairn/runtime"
 	"github.com/cairn-agents/cairn/runtime/temporal"
 	"github.com/cairn-agents/cairn/store/postgres"
 )
@@ -94,6 +95,7 @@ func workerCommand() *cobra.Command {
 	s3Flags(cmd, &o)
 	mcpCommandsFlag(cmd, &o.mcpCommands)
 	metricsFlag(cmd, &o.metricsListen)
+	retryBudgetFlag(cmd, &o.retryBudget, "the worker")
 	return cmd
 }
 
@@ -121,6 +123,11 @@ func runWorker(ctx context.Context, cmd *cobra.Command, o serveOptions, tf tempo
 		return stores.get(ctx, universe)
 	}, adapters(providerResolver(o), nil), tools)
 	acts.Transcriber = transcribe.New(providerResolver(o), nil)
+	budget, err := resolveRetryBudget(cmd, o.retryBudget)
+	if err != nil {
+		return err
+	}
+	acts.Retry = runtime.ProviderRetry{Budget: budget}
 	mcp, _, closeMCP, err := openMCP(o.configPath, o.mcpCommands, logger)
 	if err != nil {
 		return err

@@ -45,11 +45,18 @@ type Options struct {
 	Observer runtime.Observer
 }
 
-// RetryPolicy bounds retries of retryable provider errors.
+// RetryPolicy bounds retries of retryable provider errors (see
+// runtime.ProviderRetry); its delays also pace re-admissions of results the
+// store could not take.
 type RetryPolicy struct {
-	MaxAttempts int           // including the first; default 5
+	Budget      time.Duration // time from the first attempt; default runtime.DefaultRetryBudget
+	MaxAttempts int           // including the first; 0: bounded by Budget only
 	BaseDelay   time.Duration // default 500ms, doubled per attempt
-	MaxDelay    time.Duration // default 30s; also caps Retry-After
+	MaxDelay    time.Duration // default 30s
+}
+
+func (p RetryPolicy) provider() runtime.ProviderRetry {
+	return runtime.ProviderRetry{Budget: p.Budget, BaseDelay: p.BaseDelay, MaxDelay: p.MaxDelay}
 }
 
 // Host drives sessions. It is safe for concurrent use.
@@ -79,9 +86,6 @@ func New(opt Options) *Host {
 	}
 	if opt.NewID == nil {
 		opt.NewID = runtime.RandomID
-	}
-	if opt.Retry.MaxAttempts <= 0 {
-		opt.Retry.MaxAttempts = 5
 	}
 	if opt.Retry.BaseDelay <= 0 {
 		opt.Retry.BaseDelay = 500 * time.Millisecond

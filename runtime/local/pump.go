@@ -90,27 +90,28 @@ func launch[T core.Command](h *Host, s *session, work core.Work, run func(contex
 }
 
 // withRetry makes one provider attempt per try, retrying retryable provider
-// errors with exponential backoff, honouring Retry-After.
+// errors within the retry budget (runtime.ProviderRetry); the error of the
+// last attempt says the budget was spent.
 func withRetry[T any](h *Host, ctx context.Context, sessionID string, attempt func() (T, error)) (T, error) {
-	delay := h.opt.Retry.BaseDelay
+	policy := h.opt.Retry.provider()
+	start := h.opt.Now()
 	for n := 1; ; n++ {
 		res, err := attempt()
 		var pe *provider.Error
-		if err == nil || !errors.As(err, &pe) || !pe.Retryable || n >= h.opt.Retry.MaxAttempts {
+		if err == nil || !errors.As(err, &pe) || !pe.Retryable {
 			return res, err
 		}
-		wait := delay
-		if pe.RetryAfter > 0 {
-			wait = pe.RetryAfter
+		elapsed := h.opt.Now().Sub(start)
+		wait, ok := policy.Wait(n, elapsed, pe.RetryAfter)
+		if !ok || h.opt.Retry.MaxAttempts > 0 && n >= h.opt.Retry.MaxAttempts {
+			return res, runtime.GaveUp(pe, n, elapsed)
 		}
-		wait = min(wait, h.opt.Retry.MaxDelay)
 		h.opt.Logger.Info("retrying provider call", "session", sessionID, "attempt", n, "wait", wait, "err", err)
 		select {
 		case <-ctx.Done():
 			return res, ctx.Err()
 		case <-time.After(wait):
 		}
-		delay = min(delay*2, h.opt.Retry.MaxDelay)
 	}
 }
 

@@ -43,6 +43,9 @@ type Activities struct {
 	pieces *provider.Pieces
 	// deltas publishes the pieces of streaming answers for the gateways.
 	deltas deltaSender
+	// Retry paces retries of retryable provider errors (zero: the
+	// defaults, a budget of runtime.DefaultRetryBudget).
+	Retry runtime.ProviderRetry
 	// Observer hears the provider calls and the appends of this worker's
 	// activities (nil: nobody).
 	Observer runtime.Observer
@@ -237,8 +240,11 @@ func (a *Activities) Generate(ctx context.Context, in GenerateIn) (core.Generati
 	case ctx.Err() != nil:
 		return core.GenerationResult{}, ctx.Err()
 	case errors.As(err, &pe) && pe.Retryable:
-		return core.GenerationResult{}, temporal.NewApplicationErrorWithOptions(pe.Error(), errRetryableProvider,
-			temporal.ApplicationErrorOptions{NextRetryDelay: pe.RetryAfter})
+		retry, final := a.retryProvider(ctx, pe, pe.Error())
+		if final != nil {
+			return runtime.FailedGeneration(w, final), nil
+		}
+		return core.GenerationResult{}, retry
 	case errors.As(err, &pe), errors.Is(err, runtime.ErrFingerprintMismatch),
 		errors.Is(err, endpoint.ErrMissingKey), errors.Is(err, endpoint.ErrUnknownProvider), errors.Is(err, endpoint.ErrConfig):
 		return runtime.FailedGeneration(w, err), nil
@@ -277,8 +283,11 @@ func (a *Activities) Compact(ctx context.Context, in CompactIn) (core.Compaction
 	case ctx.Err() != nil:
 		return core.CompactionResult{}, ctx.Err()
 	case errors.As(err, &pe) && pe.Retryable:
-		return core.CompactionResult{}, temporal.NewApplicationErrorWithOptions(pe.Error(), errRetryableProvider,
-			temporal.ApplicationErrorOptions{NextRetryDelay: pe.RetryAfter})
+		retry, final := a.retryProvider(ctx, pe, pe.Error())
+		if final != nil {
+			return runtime.FailedCompaction(w, final), nil
+		}
+		return core.CompactionResult{}, retry
 	case errors.As(err, &pe), errors.Is(err, endpoint.ErrMissingKey), errors.Is(err, endpoint.ErrUnknownProvider), errors.Is(err, endpoint.ErrConfig):
 		return runtime.FailedCompaction(w, err), nil
 	}

@@ -23,7 +23,7 @@ func (s *session) dispatchTranscribe(ctx workflow.Context, w core.TranscribeWork
 	if s.inflight.Get(key) != nil {
 		return
 	}
-	actCtx, cancel := workflow.WithCancel(s.longActivity(ctx, 5))
+	actCtx, cancel := workflow.WithCancel(s.providerActivity(ctx))
 	s.inflight.Add(work, cancel)
 	in := TranscribeIn{Universe: s.args.Universe, SessionID: s.args.SessionID, Head: s.drive.State().Head, RunID: w.RunID}
 	workflow.Go(ctx, func(gctx workflow.Context) {
@@ -79,8 +79,11 @@ func (a *Activities) Transcribe(ctx context.Context, in TranscribeIn) (core.Tran
 		return core.TranscriptionResult{}, ctx.Err()
 	case errors.As(err, &pe) && pe.Retryable:
 		// The message names the file; provider messages carry no secrets.
-		return core.TranscriptionResult{}, temporal.NewApplicationErrorWithOptions(err.Error(), errRetryableProvider,
-			temporal.ApplicationErrorOptions{NextRetryDelay: pe.RetryAfter})
+		retry, final := a.retryProvider(ctx, pe, err.Error())
+		if final != nil {
+			return runtime.FailedTranscription(w, final), nil
+		}
+		return core.TranscriptionResult{}, retry
 	case errors.As(err, &pe), errors.Is(err, blob.ErrNotFound),
 		errors.Is(err, endpoint.ErrMissingKey), errors.Is(err, endpoint.ErrUnknownProvider), errors.Is(err, endpoint.ErrConfig):
 		return runtime.FailedTranscription(w, err), nil

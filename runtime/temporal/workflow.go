@@ -243,7 +243,7 @@ func (s *session) dispatchGenerate(ctx workflow.Context, w core.GenerateWork) {
 	if s.inflight.Get(key) != nil {
 		return
 	}
-	actCtx, cancel := workflow.WithCancel(s.longActivity(ctx, 5))
+	actCtx, cancel := workflow.WithCancel(s.providerActivity(ctx))
 	s.inflight.Add(work, cancel)
 	in := GenerateIn{Universe: s.args.Universe, SessionID: s.args.SessionID, Head: s.drive.State().Head,
 		RunID: w.RunID, Turn: w.Turn, Fingerprint: w.Fingerprint}
@@ -298,7 +298,7 @@ func (s *session) dispatchCompact(ctx workflow.Context, w core.CompactWork) {
 	if s.inflight.Get(key) != nil {
 		return
 	}
-	actCtx, cancel := workflow.WithCancel(s.longActivity(ctx, 5))
+	actCtx, cancel := workflow.WithCancel(s.providerActivity(ctx))
 	s.inflight.Add(work, cancel)
 	in := CompactIn{Universe: s.args.Universe, SessionID: s.args.SessionID, Head: s.drive.State().Head,
 		CompactionID: w.CompactionID, ContextRevision: w.ContextRevision}
@@ -663,6 +663,20 @@ func (s *session) shortActivity(ctx workflow.Context) workflow.Context {
 		StartToCloseTimeout: time.Minute,
 		HeartbeatTimeout:    s.heartbeatTimeout(),
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
+	})
+}
+
+// providerActivity is for model calls (generation, compaction,
+// transcription). The activity itself ends the retries of provider errors
+// once the worker's retry budget is spent (Activities.retryProvider), so
+// attempts are not counted; a day bounds the retries of anything else (a
+// store that stays down), after which the turn fails.
+func (s *session) providerActivity(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout:    10 * time.Minute,
+		ScheduleToCloseTimeout: 24 * time.Hour,
+		HeartbeatTimeout:       s.heartbeatTimeout(),
+		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
 	})
 }
 

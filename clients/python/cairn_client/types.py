@@ -882,14 +882,49 @@ class SessionRunsReadResult:
     turns: int
     output: Optional[Dict[str, Any]] = None
     error: Optional[Dict[str, Any]] = None
+    retry_of: Optional[str] = None
 
-    _wire = (("run_id", "runId"), ("status", "status"), ("turns", "turns"), ("output", "output"), ("error", "error"))
+    _wire = (("run_id", "runId"), ("status", "status"), ("turns", "turns"), ("output", "output"), ("error", "error"), ("retry_of", "retryOf"))
 
     def to_json(self) -> Dict[str, Any]:
         return {w: getattr(self, a) for a, w in self._wire if getattr(self, a) is not None}
 
     @classmethod
     def from_json(cls, data: Dict[str, Any]) -> "SessionRunsReadResult":
+        return cls(**{a: data.get(w) for a, w in cls._wire})
+
+
+@dataclass
+class SessionRunsRetryParams:
+    """The params of session/runs/retry."""
+
+    session_id: str
+    run_id: str
+
+    _wire = (("session_id", "sessionId"), ("run_id", "runId"))
+
+    def to_json(self) -> Dict[str, Any]:
+        return {w: getattr(self, a) for a, w in self._wire if getattr(self, a) is not None}
+
+    @classmethod
+    def from_json(cls, data: Dict[str, Any]) -> "SessionRunsRetryParams":
+        return cls(**{a: data.get(w) for a, w in cls._wire})
+
+
+@dataclass
+class SessionRunsRetryResult:
+    """The result of session/runs/retry."""
+
+    run_id: str
+    status: str
+
+    _wire = (("run_id", "runId"), ("status", "status"))
+
+    def to_json(self) -> Dict[str, Any]:
+        return {w: getattr(self, a) for a, w in self._wire if getattr(self, a) is not None}
+
+    @classmethod
+    def from_json(cls, data: Dict[str, Any]) -> "SessionRunsRetryResult":
         return cls(**{a: data.get(w) for a, w in cls._wire})
 
 
@@ -1618,6 +1653,11 @@ class Methods:
         """session/runs/read. Errors: history_incomplete, internal, invalid_params, not_found, response_too_large, unauthorized, unknown_reference."""
         data = self.call("session/runs/read", params.to_json() if params is not None else {})
         return SessionRunsReadResult.from_json(data)
+
+    def session_runs_retry(self, params: Optional[SessionRunsRetryParams] = None) -> SessionRunsRetryResult:
+        """session/runs/retry. Errors: compaction_pending, history_incomplete, internal, invalid_params, missing_blob, not_found, response_too_large, run_not_retryable, session_closed, unauthorized, unknown_reference."""
+        data = self.call("session/runs/retry", params.to_json() if params is not None else {})
+        return SessionRunsRetryResult.from_json(data)
 
     def session_runs_start(self, params: Optional[SessionRunsStartParams] = None) -> SessionRunsStartResult:
         """session/runs/start. Errors: compaction_pending, duplicate_submission, history_incomplete, internal, invalid_input, invalid_params, missing_blob, not_found, response_too_large, session_closed, transcription_not_configured, unauthorized, unknown_reference."""

@@ -644,6 +644,19 @@ export type SessionRunsReadResult = {
       "providerKind"?: string;
     };
   };
+  "retryOf"?: string;
+};
+
+/** The params of session/runs/retry. */
+export interface SessionRunsRetryParams {
+  "sessionId": string;
+  "runId": string;
+}
+
+/** The result of session/runs/retry. */
+export type SessionRunsRetryResult = {
+  "runId": string;
+  "status": string;
 };
 
 /** The params of session/runs/start. */
@@ -1104,6 +1117,7 @@ export interface Methods {
   "session/runs/cancel": { params: SessionRunsCancelParams; result: SessionRunsCancelResult; errors: "history_incomplete" | "internal" | "invalid_params" | "no_active_run" | "not_found" | "response_too_large" | "unauthorized" | "unknown_reference" };
   "session/runs/list": { params: SessionRunsListParams; result: SessionRunsListResult; errors: "history_incomplete" | "internal" | "invalid_params" | "not_found" | "response_too_large" | "unauthorized" };
   "session/runs/read": { params: SessionRunsReadParams; result: SessionRunsReadResult; errors: "history_incomplete" | "internal" | "invalid_params" | "not_found" | "response_too_large" | "unauthorized" | "unknown_reference" };
+  "session/runs/retry": { params: SessionRunsRetryParams; result: SessionRunsRetryResult; errors: "compaction_pending" | "history_incomplete" | "internal" | "invalid_params" | "missing_blob" | "not_found" | "response_too_large" | "run_not_retryable" | "session_closed" | "unauthorized" | "unknown_reference" };
   "session/runs/start": { params: SessionRunsStartParams; result: SessionRunsStartResult; errors: "compaction_pending" | "duplicate_submission" | "history_incomplete" | "internal" | "invalid_input" | "invalid_params" | "missing_blob" | "not_found" | "response_too_large" | "session_closed" | "transcription_not_configured" | "unauthorized" | "unknown_reference" };
   "session/runs/steer": { params: SessionRunsSteerParams; result: SessionRunsSteerResult; errors: "duplicate_submission" | "history_incomplete" | "internal" | "invalid_input" | "invalid_params" | "missing_blob" | "no_active_run" | "not_found" | "response_too_large" | "session_closed" | "unauthorized" };
   "session/skills/activate": { params: SessionSkillsActivateParams; result: SessionSkillsActivateResult; errors: "active_work" | "history_incomplete" | "internal" | "invalid_params" | "missing_blob" | "not_found" | "response_too_large" | "revision_conflict" | "session_closed" | "unauthorized" | "unknown_reference" };
