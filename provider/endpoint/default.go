@@ -29,8 +29,9 @@ import (
 //   - headers are non-secret; credential headers (Authorization, x-api-key,
 //     …) are refused, secrets come only from apiKeyEnv or apiKey.
 //   - A key is required when the base URL is a public provider API
-//     (api.openai.com, api.anthropic.com) or the record names an apiKeyEnv;
-//     otherwise (a local Ollama, say) the endpoint may have no key.
+//     (api.openai.com, api.anthropic.com) or the record names an apiKeyEnv
+//     and its host is not loopback; otherwise (a local Ollama, say) the
+//     endpoint may have no key.
 type Default struct {
 	configPath string
 	getenv     func(string) string
@@ -153,7 +154,9 @@ func (d *Default) Resolve(providerID string) (Endpoint, error) {
 	if key == "" && pc.APIKey != nil {
 		key = *pc.APIKey
 	}
-	if key == "" && (keyEnvDeclared || isPublicHost(u.Hostname())) {
+	// A declared apiKeyEnv left unset is a mistake, except on a loopback
+	// server (a local Ollama), which needs no key: there it is optional.
+	if key == "" && (keyEnvDeclared && !IsLoopback(u.Hostname()) || isPublicHost(u.Hostname())) {
 		return Endpoint{}, &MissingKeyError{ProviderID: providerID, EnvVar: keyEnv, APIKinds: append([]string(nil), kinds...)}
 	}
 	return Endpoint{

@@ -123,6 +123,20 @@ func TestDeclaredKeyEnvMustBeSet(t *testing.T) {
 	}
 }
 
+// The README's Ollama record names an apiKeyEnv; on a loopback server the
+// variable may be unset: the endpoint then has no key.
+func TestDeclaredKeyEnvIsOptionalOnLoopback(t *testing.T) {
+	p := writeConfig(t, `{"providers": {"local": {"baseUrl": "http://127.0.0.1:11434/v1", "apiKeyEnv": "LOCAL_KEY"}}}`)
+	ep, err := New(p, env(nil)).Resolve("local")
+	if err != nil || ep.APIKey != "" {
+		t.Fatalf("loopback without LOCAL_KEY: %+v, %v", ep, err)
+	}
+	ep, err = New(p, env(map[string]string{"LOCAL_KEY": "k"})).Resolve("local")
+	if err != nil || ep.APIKey != "k" {
+		t.Fatalf("loopback with LOCAL_KEY: %+v, %v", ep, err)
+	}
+}
+
 func TestCustomProviderOnPublicOpenAIHostNeedsKey(t *testing.T) {
 	p := writeConfig(t, `{"providers": {"oa2": {"baseUrl": "https://api.openai.com/v1"}}}`)
 	_, err := New(p, env(nil)).Resolve("oa2")
