@@ -38,7 +38,7 @@ func routes() map[string]method {
 		MethodSessionCreate:    handler(call.createSession).errs("invalid_configuration", "invalid_input", "session_exists", "unknown_reference", KindMissingBlob),
 		MethodSessionRead:      handler(call.readSession).session(),
 		MethodSessionList:      handler(call.listSessions),
-		MethodRunsStart:        handler(call.startRun).session("duplicate_submission", KindMissingBlob, "session_closed", "transcription_not_configured", "unknown_reference", "invalid_input", "compaction_pending"),
+		MethodRunsStart:        handler(call.startRun).session("duplicate_submission", KindMissingBlob, "session_closed", "transcription_not_configured", "unknown_reference", "invalid_input", "compaction_pending", core.RejectContextWindowExceeded),
 		MethodRunsRead:         handler(call.readRun).session("unknown_reference"),
 		MethodRunsList:         handler(call.listRuns).session(),
 		MethodRunsSteer:        handler(call.steer).session("no_active_run", "invalid_input", KindMissingBlob, "session_closed", "duplicate_submission"),
@@ -353,11 +353,29 @@ func (s call) startRun(ctx context.Context, p RunStartParams) (RunStartResult, e
 	if err != nil {
 		return RunStartResult{}, err
 	}
-	adm, err := s.submitStaged(ctx, p.SessionID, core.StartRun{AtMs: s.host.NowMs(), RunID: s.host.NewID("run_"), SubmissionID: p.SubmissionID, Input: items, Activations: activations}, texts)
+	window, err := s.contextWindow(ctx, p.SessionID)
+	if err != nil {
+		return RunStartResult{}, err
+	}
+	adm, err := s.submitStaged(ctx, p.SessionID, core.StartRun{AtMs: s.host.NowMs(), RunID: s.host.NewID("run_"), SubmissionID: p.SubmissionID, Input: items, Activations: activations, ContextWindow: window}, texts)
 	if err != nil {
 		return RunStartResult{}, err
 	}
 	return RunStartResult{RunID: adm.RunID, Status: adm.Status}, nil
+}
+
+// contextWindow is the window of the session's model, for the admission
+// of a run; 0 when the server knows none.
+func (s call) contextWindow(ctx context.Context, sessionID string) (int64, error) {
+	if s.window == nil {
+		return 0, nil
+	}
+	var model core.ModelSelection
+	err := s.host.Inspect(ctx, sessionID, func(st *core.State) { model = st.Config.Model })
+	if err != nil {
+		return 0, err
+	}
+	return s.window(model), nil
 }
 
 func (s call) readRun(ctx context.Context, p RunParams) (RunReadResult, error) {

@@ -12,7 +12,7 @@ const MethodRunsRetry = "session/runs/retry"
 
 func runRetryRoutes() map[string]method {
 	return map[string]method{
-		MethodRunsRetry: handler(call.retryRun).session("unknown_reference", core.RejectRunNotRetryable, "session_closed", "compaction_pending", KindMissingBlob),
+		MethodRunsRetry: handler(call.retryRun).session("unknown_reference", core.RejectRunNotRetryable, "session_closed", "compaction_pending", KindMissingBlob, core.RejectContextWindowExceeded),
 	}
 }
 
@@ -30,7 +30,11 @@ func (s call) retryRun(ctx context.Context, p RunParams) (RunStartResult, error)
 	if err != nil {
 		return RunStartResult{}, err
 	}
-	adm, err := s.host.Submit(ctx, p.SessionID, core.StartRun{AtMs: s.host.NowMs(), RunID: s.host.NewID("run_"), RetryOf: p.RunID, Activations: activations})
+	window, err := s.contextWindow(ctx, p.SessionID)
+	if err != nil {
+		return RunStartResult{}, err
+	}
+	adm, err := s.host.Submit(ctx, p.SessionID, core.StartRun{AtMs: s.host.NowMs(), RunID: s.host.NewID("run_"), RetryOf: p.RunID, Activations: activations, ContextWindow: window})
 	if err != nil {
 		return RunStartResult{}, err
 	}

@@ -114,6 +114,7 @@ type Server struct {
 	tools        []string
 	mcpServers   []string
 	provider     func(providerID, apiKind string) error
+	window       func(core.ModelSelection) int64
 	maxBodyBytes int64
 	maxResponse  int64
 	log          *slog.Logger
@@ -165,6 +166,10 @@ type ServerOptions struct {
 	// does not know or one that does not speak the API kind; nil accepts any.
 	// A missing key is not its business: credentials may arrive later.
 	CheckProvider func(providerID, apiKind string) error
+	// ContextWindow is a model's context window in tokens (0: unknown); a
+	// run that cannot fit it is refused at admission, or compacts first
+	// (core.StartRun.ContextWindow). nil refuses nothing.
+	ContextWindow func(core.ModelSelection) int64
 }
 
 // NewServer returns a server for one host, without authentication.
@@ -187,7 +192,8 @@ func NewServerFor(hosts Hosts, opt ServerOptions) *Server {
 		opt.RetentionGrace = retention.DefaultGrace
 	}
 	s := &Server{hosts: hosts, apiKinds: opt.APIKinds, validate: opt.ValidateParams, maxBodyBytes: opt.MaxBodyBytes, maxResponse: opt.MaxResponseBytes, log: opt.Logger, grace: opt.RetentionGrace,
-		guard: newGuard(opt.AllowedHosts, opt.AllowedOrigins), tools: opt.Tools, mcpServers: opt.MCPServers, provider: opt.CheckProvider}
+		guard: newGuard(opt.AllowedHosts, opt.AllowedOrigins), tools: opt.Tools, mcpServers: opt.MCPServers, provider: opt.CheckProvider,
+		window: opt.ContextWindow}
 	s.methods = routes()
 	return s
 }

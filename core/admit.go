@@ -298,8 +298,15 @@ func admitStartRun(s *State, c StartRun) (Admission, error) {
 	if s.runs[c.RunID] != nil {
 		return Admission{}, reject(RejectInvalidInput, "run %s already exists", c.RunID)
 	}
-	queued := s.HasWork()
+	compact, err := windowFit(s, c)
+	if err != nil {
+		return Admission{}, err
+	}
 	b := s.newBatch(c.AtMs)
+	if compact && !b.requestCompaction("compaction-"+c.RunID, TriggerContextWindow) {
+		compact = false
+	}
+	queued := s.HasWork() || compact
 	b.add(KindRunAccepted, runJoins(c.RunID), RunAccepted{RunID: c.RunID, SubmissionID: c.SubmissionID, InputFingerprint: fp, Input: c.Input, Queued: queued, Activations: c.Activations, RetryOf: c.RetryOf})
 	status := StatusRunning
 	if queued {

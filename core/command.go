@@ -46,6 +46,10 @@ type StartRun struct {
 	// session's last run can be retried; retrying it again answers the run
 	// that retried it.
 	RetryOf string
+	// ContextWindow is the model's context window in tokens, as the host
+	// knows it (0: unknown). A run that cannot fit is refused, or, when the
+	// session compacts standalone, queued behind a compaction.
+	ContextWindow int64
 }
 
 // Steer adds input to the active run; it enters context at the next turn boundary.

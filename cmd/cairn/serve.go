@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-agents/cairn/api"
+	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/metrics"
 	"github.com/cairn-agents/cairn/objstore"
 	"github.com/cairn-agents/cairn/provider/endpoint"
@@ -169,7 +170,10 @@ func serve(ctx context.Context, cmd *cobra.Command, o serveOptions) error {
 	}
 	rpcOpts := api.ServerOptions{APIKinds: apiKinds, ValidateParams: validateParams, Logger: logger, RetentionGrace: o.gc.grace,
 		AllowedHosts: append(listenHosts(o.listen, ln.Addr()), o.allowHosts...), AllowedOrigins: o.allowOrigins,
-		MaxResponseBytes: o.maxResponseBytes}
+		MaxResponseBytes: o.maxResponseBytes,
+		ContextWindow: func(m core.ModelSelection) int64 {
+			return endpoint.ContextWindow(hostOpts.resolver, m.ProviderID, m.Model)
+		}}
 	if o.temporal.address == "" {
 		// This process runs the sessions, so it knows their tools and
 		// providers. Temporal workers may be built with tools, and given

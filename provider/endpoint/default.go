@@ -14,6 +14,7 @@ import (
 //
 //	{"providers": {"<id>": {"baseUrl": "...", "apiKeyEnv": "NAME", "apiKey": "...",
 //	                        "headers": {...}, "reasoningField": "reasoning_content", "stream": false,
+//	                        "contextWindow": 32768,
 //	                        "apiKinds": ["chat_completions", "openai_responses", "anthropic_messages"]}}}
 //
 // A config entry for a built-in id overrides it field by field. The file and
@@ -64,6 +65,7 @@ type providerConfig struct {
 	ReasoningField *string           `json:"reasoningField"`
 	Stream         *bool             `json:"stream"`
 	APIKinds       *[]string         `json:"apiKinds"`
+	ContextWindow  *int64            `json:"contextWindow"`
 }
 
 // ResolveFor resolves providerID for apiKind; see the package function.
@@ -147,6 +149,12 @@ func (d *Default) Resolve(providerID string) (Endpoint, error) {
 	if reason := CheckHeaders(headers); reason != "" {
 		return Endpoint{}, bad(reason)
 	}
+	var window int64
+	if pc.ContextWindow != nil {
+		if window = *pc.ContextWindow; window <= 0 {
+			return Endpoint{}, bad("contextWindow must be a positive number of tokens")
+		}
+	}
 
 	if keyEnv != "" {
 		key = d.getenv(keyEnv)
@@ -166,6 +174,7 @@ func (d *Default) Resolve(providerID string) (Endpoint, error) {
 		ReasoningField: reasoning,
 		Stream:         pc.Stream == nil || *pc.Stream, // streams unless the record says it cannot
 		APIKinds:       append([]string(nil), kinds...),
+		ContextWindow:  window,
 	}, nil
 }
 

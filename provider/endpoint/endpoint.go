@@ -47,6 +47,9 @@ type Endpoint struct {
 	// streaming); a session can still turn it off with providerParams.
 	// Hand-built endpoints (Static) stream only when they say so.
 	Stream bool
+	// ContextWindow is the record's "contextWindow": the window, in tokens,
+	// of the models it serves (0: see KnownContextWindow).
+	ContextWindow int64
 }
 
 // Admits reports whether the endpoint may be used for apiKind.

@@ -1655,12 +1655,12 @@ class Methods:
         return SessionRunsReadResult.from_json(data)
 
     def session_runs_retry(self, params: Optional[SessionRunsRetryParams] = None) -> SessionRunsRetryResult:
-        """session/runs/retry. Errors: compaction_pending, history_incomplete, internal, invalid_params, missing_blob, not_found, response_too_large, run_not_retryable, session_closed, unauthorized, unknown_reference."""
+        """session/runs/retry. Errors: compaction_pending, context_window_exceeded, history_incomplete, internal, invalid_params, missing_blob, not_found, response_too_large, run_not_retryable, session_closed, unauthorized, unknown_reference."""
         data = self.call("session/runs/retry", params.to_json() if params is not None else {})
         return SessionRunsRetryResult.from_json(data)
 
     def session_runs_start(self, params: Optional[SessionRunsStartParams] = None) -> SessionRunsStartResult:
-        """session/runs/start. Errors: compaction_pending, duplicate_submission, history_incomplete, internal, invalid_input, invalid_params, missing_blob, not_found, response_too_large, session_closed, transcription_not_configured, unauthorized, unknown_reference."""
+        """session/runs/start. Errors: compaction_pending, context_window_exceeded, duplicate_submission, history_incomplete, internal, invalid_input, invalid_params, missing_blob, not_found, response_too_large, session_closed, transcription_not_configured, unauthorized, unknown_reference."""
         data = self.call("session/runs/start", params.to_json() if params is not None else {})
         return SessionRunsStartResult.from_json(data)
 
