@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cairn-agents/cairn/blob"
 	"github.com/cairn-agents/cairn/content"
 	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/objstore"
@@ -34,15 +35,21 @@ type Universe struct {
 
 // Stats describe one pass.
 type Stats struct {
-	UniversesScanned int   `json:"universesScanned"`
-	RowsScanned      int64 `json:"rowsScanned"`
-	Candidates       int64 `json:"candidates"`
-	RowsDeleted      int64 `json:"rowsDeleted"`
-	BytesFreed       int64 `json:"bytesFreed"`
-	ObjectsDeleted   int64 `json:"objectsDeleted"`
-	ObjectErrors     int64 `json:"objectErrors"`
-	HolderConflicts  int64 `json:"holderConflicts"`
-	LeaderBusy       bool  `json:"leaderBusy"`
+	UniversesScanned int `json:"universesScanned"`
+	// BlobsStored is how many blobs the universes scanned held when the
+	// pass began (as storage/report counts them); the pass examines only
+	// those touched before the grace (RowsScanned).
+	BlobsStored    int64 `json:"blobsStored"`
+	RowsScanned    int64 `json:"rowsScanned"`
+	Candidates     int64 `json:"candidates"`
+	CandidateBytes int64 `json:"candidateBytes"` // the candidates' sizes
+
+	RowsDeleted     int64 `json:"rowsDeleted"`
+	BytesFreed      int64 `json:"bytesFreed"`
+	ObjectsDeleted  int64 `json:"objectsDeleted"`
+	ObjectErrors    int64 `json:"objectErrors"`
+	HolderConflicts int64 `json:"holderConflicts"`
+	LeaderBusy      bool  `json:"leaderBusy"`
 }
 
 // Leader elects one collector among processes sharing a store.
@@ -160,6 +167,13 @@ func (c *Collector) Collect(ctx context.Context, opt Options) (Stats, error) {
 			continue
 		}
 		st.UniversesScanned++
+		if counted, ok := u.Store.(interface {
+			Usage(context.Context) (blob.Usage, error)
+		}); ok {
+			if use, err := counted.Usage(ctx); err == nil {
+				st.BlobsStored += use.Blobs
+			}
+		}
 		scanned := 0
 		done := false
 		for scanned < maxRows && ctx.Err() == nil && !now().After(stopAt) {
@@ -175,6 +189,7 @@ func (c *Collector) Collect(ctx context.Context, opt Options) (Stats, error) {
 			for _, r := range rows {
 				if !r.Held && !constants[r.Digest] {
 					cands = append(cands, r.Digest)
+					st.CandidateBytes += r.Size
 				}
 			}
 			st.Candidates += int64(len(cands))

@@ -20,7 +20,7 @@ import (
 // gcCommand runs one blob-collector pass over the store `serve` would open.
 func gcCommand() *cobra.Command {
 	var o serveOptions
-	var dryRun bool
+	var dryRun, asJSON bool
 	var grace time.Duration
 	cmd := &cobra.Command{
 		Use:   "gc",
@@ -30,9 +30,14 @@ func gcCommand() *cobra.Command {
 			if grace < 0 {
 				return fmt.Errorf("--grace must not be negative")
 			}
-			st, err := runGC(cmd.Context(), o, retention.Options{Grace: grace, DryRun: dryRun})
+			opt := retention.Options{Grace: grace, DryRun: dryRun}
+			st, err := runGC(cmd.Context(), o, opt)
 			if err != nil {
 				return err
+			}
+			if !asJSON {
+				printGCSummary(cmd.OutOrStdout(), st, opt)
+				return nil
 			}
 			if st.LeaderBusy && st.UniversesScanned == 0 {
 				fmt.Fprintln(cmd.ErrOrStderr(), "another process (a server's background collector) is collecting; nothing was scanned")
@@ -47,6 +52,7 @@ func gcCommand() *cobra.Command {
 	postgresFlag(cmd, &o.postgres, "hosted mode: PostgreSQL URL; every universe is collected")
 	s3Flags(cmd, &o)
 	f.BoolVar(&dryRun, "dry-run", false, "count what would be deleted without deleting")
+	f.BoolVar(&asJSON, "json", false, "print the pass's figures as JSON")
 	f.DurationVar(&grace, "grace", retention.DefaultGrace, "keep blobs put or admitted within this duration")
 	return cmd
 }

@@ -177,8 +177,10 @@ class RetentionCollectResult:
     """The result of retention/collect."""
 
     universes_scanned: int
+    blobs_stored: int
     rows_scanned: int
     candidates: int
+    candidate_bytes: int
     rows_deleted: int
     bytes_freed: int
     objects_deleted: int
@@ -186,7 +188,7 @@ class RetentionCollectResult:
     holder_conflicts: int
     leader_busy: bool
 
-    _wire = (("universes_scanned", "universesScanned"), ("rows_scanned", "rowsScanned"), ("candidates", "candidates"), ("rows_deleted", "rowsDeleted"), ("bytes_freed", "bytesFreed"), ("objects_deleted", "objectsDeleted"), ("object_errors", "objectErrors"), ("holder_conflicts", "holderConflicts"), ("leader_busy", "leaderBusy"))
+    _wire = (("universes_scanned", "universesScanned"), ("blobs_stored", "blobsStored"), ("rows_scanned", "rowsScanned"), ("candidates", "candidates"), ("candidate_bytes", "candidateBytes"), ("rows_deleted", "rowsDeleted"), ("bytes_freed", "bytesFreed"), ("objects_deleted", "objectsDeleted"), ("object_errors", "objectErrors"), ("holder_conflicts", "holderConflicts"), ("leader_busy", "leaderBusy"))
 
     def to_json(self) -> Dict[str, Any]:
         return {w: getattr(self, a) for a, w in self._wire if getattr(self, a) is not None}

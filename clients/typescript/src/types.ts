@@ -99,8 +99,10 @@ export interface RetentionCollectParams {
 /** The result of retention/collect. */
 export type RetentionCollectResult = {
   "universesScanned": number;
+  "blobsStored": number;
   "rowsScanned": number;
   "candidates": number;
+  "candidateBytes": number;
   "rowsDeleted": number;
   "bytesFreed": number;
   "objectsDeleted": number;
