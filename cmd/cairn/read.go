@@ -15,12 +15,14 @@ import (
 func sessionsCommand() *cobra.Command {
 	var cf clientFlags
 	var asJSON, noChildren bool
+	var limit int
+	var before string
 	cmd := &cobra.Command{
 		Use:   "sessions",
-		Short: "List sessions",
+		Short: "List sessions, newest first, a page at a time (--before CURSOR for the next page)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			res, err := cf.client().ListSessions(cmd.Context(), api.SessionListParams{ExcludeChildren: noChildren})
+			res, err := cf.client().ListSessions(cmd.Context(), api.SessionListParams{ExcludeChildren: noChildren, Limit: limit, Before: before})
 			if err != nil {
 				return err
 			}
@@ -37,10 +39,22 @@ func sessionsCommand() *cobra.Command {
 				fmt.Fprintf(w, "%s\t%s\t%s/%s\t%d\t%s\t%d\t%s\n", s.SessionID, s.Status, s.Model.ProviderID, s.Model.Model,
 					s.Head, active, s.QueuedRuns, time.UnixMilli(s.UpdatedAtMs).UTC().Format(time.RFC3339))
 			}
-			return w.Flush()
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			if res.Cursor != "" {
+				flags := ""
+				if noChildren {
+					flags = " --no-children"
+				}
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "more sessions: cairn sessions%s --limit %d --before %s\n", flags, limit, res.Cursor)
+			}
+			return err
 		},
 	}
 	cf.register(cmd)
+	cmd.Flags().IntVar(&limit, "limit", 50, "sessions per page (at most 1000)")
+	cmd.Flags().StringVar(&before, "before", "", "the cursor a previous page printed: list the sessions after it")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().BoolVar(&noChildren, "no-children", false, "leave sub-agents' sessions out")
 	return cmd

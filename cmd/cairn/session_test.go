@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -90,5 +92,26 @@ func TestSessionCommands(t *testing.T) {
 	}
 	if len(list.Sessions) != 1 || list.Sessions[0].SessionID != clone {
 		t.Fatalf("sessions after the delete: %+v", list.Sessions)
+	}
+}
+
+// `cairn sessions` shows a page and, when more exist, the command that
+// shows the next one.
+func TestSessionsPagesWithACursor(t *testing.T) {
+	s := startVFSServer(t)
+	c := api.NewClient(s.url, nil)
+	for _, id := range []string{"s1", "s2", "s3"} {
+		if _, err := c.CreateSession(context.Background(), api.CreateSessionParams{SessionID: id, Model: core.ModelSelection{ProviderID: "fake", APIKind: core.APIChatCompletions, Model: "m"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := s.mustCairn(t, "sessions", "--limit", "2")
+	next := regexp.MustCompile(`(?m)^more sessions: cairn sessions --limit 2 --before (\S+)$`).FindStringSubmatch(out)
+	if next == nil || strings.Count(out, "\ns") != 2 {
+		t.Fatalf("the first page:\n%s", out)
+	}
+	out = s.mustCairn(t, "sessions", "--limit", "2", "--before", next[1])
+	if strings.Contains(out, "more sessions") || strings.Count(out, "\ns") != 1 {
+		t.Fatalf("the last page:\n%s", out)
 	}
 }
