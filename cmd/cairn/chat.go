@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -21,7 +20,9 @@ type chatOptions struct {
 	tools, links, skills, approve                               []string
 	json                                                        bool
 	// in answers approval prompts (nil: none are asked)
-	in                io.Reader
+	in io.Reader
+	// interrupt, when set, is told which run Ctrl-C applies to
+	interrupt         *chatInterrupt
 	file              string // --file: the message's text
 	compaction        string
 	threshold, target int64
@@ -47,7 +48,18 @@ func chatCommand() *cobra.Command {
 			if err := o.refuseNewSessionFlags(cmd); err != nil {
 				return err
 			}
-			run, err := runChat(cmd.Context(), cmd.OutOrStdout(), o.client(), o, message)
+			var in *answers
+			if o.in != nil && !o.json {
+				in = newAnswers(o.in)
+			}
+			c := o.client()
+			ci, ctx, release := watchInterrupts(cmd.Context(), cmd.OutOrStdout(), in, c)
+			defer release()
+			o.interrupt = ci
+			run, err := runChat(ctx, cmd.OutOrStdout(), c, o, message)
+			if ci.left.Load() {
+				return nil // the run goes on in the server, as the user chose
+			}
 			if err != nil {
 				return err
 			}
@@ -151,12 +163,16 @@ func runChat(ctx context.Context, out io.Writer, c *api.Client, o chatOptions, m
 	if err != nil {
 		return chatRun{}, err
 	}
+	f := &follower{client: c, out: out, json: o.json, session: session}
+	switch {
+	case o.interrupt != nil:
+		f.in = o.interrupt.in // one reader for both questions
+		o.interrupt.following(session, run.RunID)
+	case o.in != nil && !o.json:
+		f.in = newAnswers(o.in)
+	}
 	if !o.json {
 		fmt.Fprintf(out, "run %s %s\n", run.RunID, run.Status)
-	}
-	f := &follower{client: c, out: out, json: o.json, session: session}
-	if o.in != nil && !o.json {
-		f.in = bufio.NewReader(o.in)
 	}
 	status, err := f.follow(ctx, run.RunID, before.Head)
 	return chatRun{session: session, id: run.RunID, status: status}, err

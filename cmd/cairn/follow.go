@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,7 +23,7 @@ type follower struct {
 	session string
 	names   map[string]string // call id → tool name
 	// in answers approval prompts; nil prints how to decide instead
-	in *bufio.Reader
+	in *answers
 	// streaming is set once an answer's text has been printed as it
 	// streamed, so the committed answer is not printed again.
 	streaming bool
@@ -238,8 +237,8 @@ func (f *follower) askApproval(ctx context.Context, p core.ToolApprovalRequested
 	fmt.Fprintf(f.out, "[turn %d] approval needed: %s %s\n", p.Turn, c.Name, oneLine(c.Arguments, 200))
 	if f.in != nil {
 		fmt.Fprintf(f.out, "approve? [y/N] ")
-		line, err := f.in.ReadString('\n')
-		if answer := strings.ToLower(strings.TrimSpace(line)); answer != "" || err == nil {
+		line, ok := f.in.next()
+		if answer := strings.ToLower(strings.TrimSpace(line)); answer != "" || ok {
 			approve := answer == "y" || answer == "yes"
 			if _, err := f.client.DecideApproval(ctx, api.ApprovalDecideParams{SessionID: f.session, CallID: c.CallID, Approve: approve}); err != nil {
 				return err
