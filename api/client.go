@@ -128,6 +128,12 @@ func (c *Client) Steer(ctx context.Context, p SteerParams) (SteerResult, error) 
 	return r, c.Call(ctx, MethodRunsSteer, p, &r)
 }
 
+// UpdateSession calls session/update.
+func (c *Client) UpdateSession(ctx context.Context, p SessionUpdateParams) (SessionUpdateResult, error) {
+	var r SessionUpdateResult
+	return r, c.Call(ctx, MethodSessionUpdate, p, &r)
+}
+
 // RetryRun calls session/runs/retry.
 func (c *Client) RetryRun(ctx context.Context, sessionID, runID string) (RunStartResult, error) {
 	var r RunStartResult

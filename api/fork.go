@@ -40,6 +40,19 @@ type SessionForkParams struct {
 	SessionID    string `json:"sessionId"`
 	AtSeq        *int64 `json:"atSeq,omitempty"`
 	NewSessionID string `json:"newSessionId,omitempty"`
+	// The fork's configuration changes, as session/update takes them,
+	// applied as its first event after the fork point.
+	Model          *core.ModelSelection `json:"model,omitempty"`
+	Tools          *[]string            `json:"tools,omitempty"`
+	Instructions   *string              `json:"instructions,omitempty"`
+	ProviderParams json.RawMessage      `json:"providerParams,omitempty"`
+	Compaction     *core.Compaction     `json:"compaction,omitempty"`
+}
+
+// overrides are the fork's configuration changes; ok is false without any.
+func (p SessionForkParams) overrides(sessionID string) (SessionUpdateParams, bool) {
+	u := SessionUpdateParams{SessionID: sessionID, Model: p.Model, Tools: p.Tools, Instructions: p.Instructions, ProviderParams: p.ProviderParams, Compaction: p.Compaction}
+	return u, u.changes()
 }
 
 // SessionForkResult names the fork and its fork point.
@@ -53,6 +66,12 @@ type SessionForkResult struct {
 type SessionCloneParams struct {
 	SessionID    string `json:"sessionId"`
 	NewSessionID string `json:"newSessionId,omitempty"`
+	// The clone's configuration changes, as session/update takes them.
+	Model          *core.ModelSelection `json:"model,omitempty"`
+	Tools          *[]string            `json:"tools,omitempty"`
+	Instructions   *string              `json:"instructions,omitempty"`
+	ProviderParams json.RawMessage      `json:"providerParams,omitempty"`
+	Compaction     *core.Compaction     `json:"compaction,omitempty"`
 }
 
 // SessionCloneResult names the clone.
@@ -73,8 +92,8 @@ type ForkHost interface {
 
 func forkRoutes() map[string]method {
 	return map[string]method{
-		MethodSessionFork:   handler(call.forkSession).session(KindForkPointInsideRun, KindForkTooDeep, "invalid_input", "session_exists", KindUnsupported),
-		MethodSessionClone:  handler(call.cloneSession).session("session_exists", "invalid_input", KindUnsupported),
+		MethodSessionFork:   handler(call.forkSession).session(KindForkPointInsideRun, KindForkTooDeep, "invalid_input", "session_exists", KindUnsupported, "invalid_configuration"),
+		MethodSessionClone:  handler(call.cloneSession).session("session_exists", "invalid_input", KindUnsupported, "invalid_configuration"),
 		MethodSessionClose:  handler(call.closeSession).session("active_work", "session_closed"),
 		MethodSessionDelete: handler(call.deleteSession).session(KindSessionHasForks, KindSessionNotClosed),
 	}
@@ -105,10 +124,27 @@ func (s call) forkSession(ctx context.Context, p SessionForkParams) (SessionFork
 	if err != nil {
 		return SessionForkResult{}, err
 	}
+	update, changes := p.overrides("")
+	if changes {
+		// Checked before the fork exists, so a refused change forks nothing.
+		cfg := st.Config
+		if err := applyUpdate(&cfg, update); err != nil {
+			return SessionForkResult{}, err
+		}
+		if err := s.checkConfig(ctx, cfg); err != nil {
+			return SessionForkResult{}, err
+		}
+	}
 	req := store.ForkRequest{SessionID: p.NewSessionID, Source: p.SessionID, AtSeq: st.Head, AtMs: s.host.NowMs(), Projection: store.ProjectionOf(st)}
 	forked, err := fh.ForkSession(ctx, req, st)
 	if err != nil {
 		return SessionForkResult{}, catalogError(err)
+	}
+	if changes {
+		update.SessionID = forked.SessionID
+		if _, err := s.updateSession(ctx, update); err != nil {
+			return SessionForkResult{}, fmt.Errorf("fork %s was made but its configuration was not changed: %w", forked.SessionID, err)
+		}
 	}
 	return SessionForkResult{SessionID: forked.SessionID, AtSeq: req.AtSeq}, nil
 }
@@ -257,6 +293,20 @@ func (s call) cloneSession(ctx context.Context, p SessionCloneParams) (SessionCl
 	var cfg core.SessionConfig
 	if err := json.Unmarshal(cfgJSON, &cfg); err != nil {
 		return SessionCloneResult{}, err
+	}
+	update := SessionUpdateParams{Model: p.Model, Tools: p.Tools, Instructions: p.Instructions, ProviderParams: p.ProviderParams, Compaction: p.Compaction}
+	if update.changes() {
+		if err := applyUpdate(&cfg, update); err != nil {
+			return SessionCloneResult{}, err
+		}
+		if err := s.checkConfig(ctx, cfg); err != nil {
+			return SessionCloneResult{}, err
+		}
+		if p.Instructions != nil {
+			if instr, err = s.instructionsEntry(ctx, *p.Instructions); err != nil {
+				return SessionCloneResult{}, err
+			}
+		}
 	}
 	if !slices.Contains(s.apiKinds, cfg.Model.APIKind) {
 		return SessionCloneResult{}, &core.Rejection{Kind: core.RejectInvalidConfiguration,

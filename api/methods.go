@@ -64,6 +64,7 @@ func routes() map[string]method {
 	maps.Copy(m, clientToolRoutes())
 	maps.Copy(m, approvalRoutes())
 	maps.Copy(m, runRetryRoutes())
+	maps.Copy(m, sessionUpdateRoutes())
 	return m
 }
 
@@ -103,46 +104,7 @@ func (s call) createSession(ctx context.Context, p CreateSessionParams) (CreateS
 	}
 	cfg := core.SessionConfig{Model: p.Model, Tools: p.Tools, ClientTools: p.ClientTools, Approvals: coreApprovals(p.Approvals), MaxTurns: p.MaxTurns, ProviderParams: p.ProviderParams, Links: links, Compaction: p.Compaction,
 		Transcription: p.Transcription}
-	if err := core.ValidateConfig(cfg); err != nil {
-		return CreateSessionResult{}, err
-	}
-	if len(cfg.ProviderParams) > 0 {
-		err := errors.New("this server accepts no provider parameters")
-		if s.validate != nil {
-			err = s.validate(p.Model.APIKind, cfg.ProviderParams)
-		}
-		if err != nil {
-			return CreateSessionResult{}, &core.Rejection{Kind: core.RejectInvalidConfiguration, Message: "providerParams: " + err.Error()}
-		}
-	}
-	if !slices.Contains(s.apiKinds, p.Model.APIKind) {
-		return CreateSessionResult{}, &core.Rejection{Kind: core.RejectInvalidConfiguration,
-			Message: "API kind " + p.Model.APIKind + " has no adapter in this server yet; supported: " + strings.Join(s.apiKinds, ", ")}
-	}
-	if err := checkClientTools(cfg.ClientTools, s.tools); err != nil {
-		return CreateSessionResult{}, err
-	}
-	if s.tools != nil {
-		for i, t := range cfg.Tools {
-			if server, _, ok := core.MCPGrant(t); ok {
-				if !slices.Contains(s.mcpServers, server) {
-					return CreateSessionResult{}, &core.Rejection{Kind: core.RejectInvalidConfiguration,
-						Message: "tools[" + strconv.Itoa(i) + "]: no MCP server " + strconv.Quote(server) + " on this server; configured: " + orNone(s.mcpServers)}
-				}
-				continue
-			}
-			if !slices.Contains(s.tools, t) && !slices.ContainsFunc(cfg.ClientTools, func(c ClientTool) bool { return c.Name == t }) {
-				return CreateSessionResult{}, &core.Rejection{Kind: core.RejectInvalidConfiguration,
-					Message: "tools[" + strconv.Itoa(i) + "]: no tool " + strconv.Quote(t) + " on this server; it has " + strings.Join(s.tools, ", ")}
-			}
-		}
-	}
-	if s.provider != nil {
-		if err := s.provider(p.Model.ProviderID, p.Model.APIKind); err != nil {
-			return CreateSessionResult{}, &core.Rejection{Kind: core.RejectInvalidConfiguration, Message: "model.providerId: " + err.Error()}
-		}
-	}
-	if err := s.checkLinks(ctx, cfg.Links); err != nil {
+	if err := s.checkConfig(ctx, cfg); err != nil {
 		return CreateSessionResult{}, err
 	}
 	if p.SessionID != "" {
@@ -156,17 +118,62 @@ func (s call) createSession(ctx context.Context, p CreateSessionParams) (CreateS
 	}
 	var instr *core.EntryInput
 	if p.Instructions != "" {
-		item, err := runtime.TextInput(ctx, s.host.Blobs(), p.Instructions)
-		if err != nil {
+		var err error
+		if instr, err = s.instructionsEntry(ctx, p.Instructions); err != nil {
 			return CreateSessionResult{}, err
 		}
-		instr = &core.EntryInput{Kind: core.EntryInstructions, Content: item.Content, TokenEstimate: item.TokenEstimate, Preview: item.Preview}
 	}
 	id, err := s.host.CreateSession(ctx, p.SessionID, cfg, instr)
 	if err != nil {
 		return CreateSessionResult{}, err
 	}
 	return CreateSessionResult{SessionID: id}, nil
+}
+
+// checkConfig refuses a session configuration this server cannot run: the
+// core's own checks, then its API kinds, tools, MCP servers, providers,
+// provider parameters and links. session/create and session/update share it.
+func (s call) checkConfig(ctx context.Context, cfg core.SessionConfig) error {
+	if err := core.ValidateConfig(cfg); err != nil {
+		return err
+	}
+	if len(cfg.ProviderParams) > 0 {
+		err := errors.New("this server accepts no provider parameters")
+		if s.validate != nil {
+			err = s.validate(cfg.Model.APIKind, cfg.ProviderParams)
+		}
+		if err != nil {
+			return &core.Rejection{Kind: core.RejectInvalidConfiguration, Message: "providerParams: " + err.Error()}
+		}
+	}
+	if !slices.Contains(s.apiKinds, cfg.Model.APIKind) {
+		return &core.Rejection{Kind: core.RejectInvalidConfiguration,
+			Message: "API kind " + cfg.Model.APIKind + " has no adapter in this server yet; supported: " + strings.Join(s.apiKinds, ", ")}
+	}
+	if err := checkClientTools(cfg.ClientTools, s.tools); err != nil {
+		return err
+	}
+	if s.tools != nil {
+		for i, t := range cfg.Tools {
+			if server, _, ok := core.MCPGrant(t); ok {
+				if !slices.Contains(s.mcpServers, server) {
+					return &core.Rejection{Kind: core.RejectInvalidConfiguration,
+						Message: "tools[" + strconv.Itoa(i) + "]: no MCP server " + strconv.Quote(server) + " on this server; configured: " + orNone(s.mcpServers)}
+				}
+				continue
+			}
+			if !slices.Contains(s.tools, t) && !slices.ContainsFunc(cfg.ClientTools, func(c ClientTool) bool { return c.Name == t }) {
+				return &core.Rejection{Kind: core.RejectInvalidConfiguration,
+					Message: "tools[" + strconv.Itoa(i) + "]: no tool " + strconv.Quote(t) + " on this server; it has " + strings.Join(s.tools, ", ")}
+			}
+		}
+	}
+	if s.provider != nil {
+		if err := s.provider(cfg.Model.ProviderID, cfg.Model.APIKind); err != nil {
+			return &core.Rejection{Kind: core.RejectInvalidConfiguration, Message: "model.providerId: " + err.Error()}
+		}
+	}
+	return s.checkLinks(ctx, cfg.Links)
 }
 
 // coreLinks are the links of session/create as the core keeps them: a
@@ -278,7 +285,7 @@ func settledSummary(sum core.Summary) SessionReadResult {
 	out := SessionReadResult{
 		SessionID: sum.SessionID, Status: core.SessionStatusOpen, Model: sum.Config.Model, Tools: slices.Clone(sum.Config.Tools),
 		ClientTools: slices.Clone(sum.Config.ClientTools), Approvals: ApprovalMap(sum.Config.Approvals),
-		ContextRevision: sum.Revision, Head: sum.Head, QueuedRuns: []RunSummary{}, Parent: sum.Parent,
+		ContextRevision: sum.Revision, ConfigRevision: sum.ConfigRevision, Head: sum.Head, QueuedRuns: []RunSummary{}, Parent: sum.Parent,
 	}
 	if sum.Closed {
 		out.Status = core.SessionStatusClosed

@@ -200,6 +200,7 @@ func TestRefs_EveryResultRefReadsBack(t *testing.T) {
 	w.call(api.MethodCacheReport, map[string]any{"sessionId": sid})
 	w.call(api.MethodSessionRead, map[string]any{"sessionId": sid})
 	w.call(api.MethodSessionList, map[string]any{})
+	w.call(api.MethodSessionUpdate, map[string]any{"sessionId": sid, "instructions": "Be briefer."})
 	w.call(api.MethodStorageReport, map[string]any{})
 	fork := w.call(api.MethodSessionFork, map[string]any{"sessionId": sid, "atSeq": 2})
 	w.call(api.MethodSessionClone, map[string]any{"sessionId": sid})

@@ -80,9 +80,12 @@ type SessionReadResult struct {
 	ClientTools     []ClientTool      `json:"-"`
 	Approvals       map[string]string `json:"approvals,omitempty"`
 	ContextRevision int64             `json:"contextRevision"`
-	Head            int64             `json:"head"`
-	ActiveRun       *RunSummary       `json:"activeRun,omitempty"`
-	QueuedRuns      []RunSummary      `json:"queuedRuns"`
+	// ConfigRevision counts the configuration's changes (session/update's
+	// expectedRevision).
+	ConfigRevision int64        `json:"configRevision"`
+	Head           int64        `json:"head"`
+	ActiveRun      *RunSummary  `json:"activeRun,omitempty"`
+	QueuedRuns     []RunSummary `json:"queuedRuns"`
 	// Compaction is the pending standalone compaction, if any.
 	Compaction *core.PendingCompaction `json:"compaction,omitempty"`
 	Source     *SessionSource          `json:"source,omitempty"` // lineage of a fork or clone

@@ -2,6 +2,7 @@ package core
 
 import (
 	"encoding/json"
+	"fmt"
 	"github.com/cairn-agents/cairn/content"
 	"strings"
 )
@@ -190,6 +191,10 @@ func admitChangeConfig(s *State, c ChangeConfig) (Admission, error) {
 	if err := idleAndOpen(s); err != nil {
 		return Admission{}, err
 	}
+	if want := c.ExpectedRevision; want != nil && *want != s.ConfigRevision {
+		actual := s.ConfigRevision
+		return Admission{}, &Rejection{Kind: RejectRevisionConflict, Message: fmt.Sprintf("expected config revision %d, actual %d", *want, actual), Expected: want, Actual: &actual}
+	}
 	cfg, err := canonicalConfig(c.Config)
 	if err != nil {
 		return Admission{}, err
@@ -199,6 +204,14 @@ func admitChangeConfig(s *State, c ChangeConfig) (Admission, error) {
 	}
 	b := s.newBatch(c.AtMs)
 	b.add(KindSessionConfigChanged, nil, SessionConfigChanged{Config: cfg})
+	if c.Instructions != nil {
+		in := *c.Instructions
+		in.Kind, in.Key = EntryInstructions, InstructionKeyPrefix+"main"
+		if err := validRef(in); err != nil {
+			return Admission{}, err
+		}
+		b.entries([]EntryInput{in}, SourceAPI, "", nil)
+	}
 	return Admission{Proposals: b.props}, nil
 }
 

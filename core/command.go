@@ -18,10 +18,15 @@ type OpenSession struct {
 	Parent *ParentRef
 }
 
-// ChangeConfig replaces the session config (model within the same API kind, tools).
+// ChangeConfig replaces the session config (model within the same API kind,
+// tools, parameters, compaction) and, with Instructions, the session's main
+// instructions. With ExpectedRevision it applies only to that config
+// revision.
 type ChangeConfig struct {
-	AtMs   int64
-	Config SessionConfig
+	AtMs             int64
+	Config           SessionConfig
+	Instructions     *EntryInput
+	ExpectedRevision *int64
 }
 
 // CloseSession ends the session; it must have no active or queued run.

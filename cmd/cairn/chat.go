@@ -245,6 +245,6 @@ func (o chatOptions) refuseNewSessionFlags(cmd *cobra.Command) error {
 	if len(given) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%s configure a new session; --session %s continues one with its own configuration: drop them, or start a new session without --session",
+	return fmt.Errorf("%s configure a new session; --session %s continues one with its own configuration: drop them, change the session with cairn session update, or start a new session without --session",
 		strings.Join(given, ", "), o.session)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-agents/cairn/api"
+	"github.com/cairn-agents/cairn/core"
 )
 
 // sessionCommand groups the session lifecycle: fork, clone, close, delete.
@@ -16,7 +17,7 @@ func sessionCommand() *cobra.Command {
 		Use:   "session",
 		Short: "Fork, clone, close or delete a session",
 	}
-	cmd.AddCommand(sessionForkCommand(), sessionCloneCommand(), sessionCloseCommand(), sessionDeleteCommand())
+	cmd.AddCommand(sessionForkCommand(), sessionUpdateCommand(), sessionCloneCommand(), sessionCloseCommand(), sessionDeleteCommand())
 	return cmd
 }
 
@@ -25,12 +26,21 @@ func sessionForkCommand() *cobra.Command {
 	var at int64
 	var newID string
 	var asJSON bool
+	var f configFlags
 	cmd := &cobra.Command{
 		Use:   "fork SESSION",
 		Short: "Create a history fork: a new session over SESSION's events up to --at (default: the latest point no run spans)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p := api.SessionForkParams{SessionID: args[0], NewSessionID: newID}
+			current, err := modelFor(cmd, &cf, &f, args[0])
+			if err != nil {
+				return err
+			}
+			u, err := f.changes(cmd, current)
+			if err != nil {
+				return err
+			}
+			p := api.SessionForkParams{SessionID: args[0], NewSessionID: newID, Model: u.Model, Tools: u.Tools, Instructions: u.Instructions, ProviderParams: u.ProviderParams, Compaction: u.Compaction}
 			if cmd.Flags().Changed("at") {
 				p.AtSeq = &at
 			}
@@ -46,6 +56,7 @@ func sessionForkCommand() *cobra.Command {
 		},
 	}
 	cf.register(cmd)
+	f.register(cmd)
 	cmd.Flags().Int64Var(&at, "at", 0, "fork after this seq")
 	cmd.Flags().StringVar(&newID, "id", "", "id of the new session (default: a fresh one)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -64,12 +75,22 @@ func sessionCloneCommand() *cobra.Command {
 	var cf clientFlags
 	var newID string
 	var asJSON bool
+	var f configFlags
 	cmd := &cobra.Command{
 		Use:   "clone SESSION",
 		Short: "Create a new session with SESSION's current configuration and instructions, and none of its history",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			res, err := cf.client().CloneSession(cmd.Context(), api.SessionCloneParams{SessionID: args[0], NewSessionID: newID})
+			current, err := modelFor(cmd, &cf, &f, args[0])
+			if err != nil {
+				return err
+			}
+			u, err := f.changes(cmd, current)
+			if err != nil {
+				return err
+			}
+			res, err := cf.client().CloneSession(cmd.Context(), api.SessionCloneParams{SessionID: args[0], NewSessionID: newID,
+				Model: u.Model, Tools: u.Tools, Instructions: u.Instructions, ProviderParams: u.ProviderParams, Compaction: u.Compaction})
 			if err != nil {
 				return err
 			}
@@ -81,9 +102,19 @@ func sessionCloneCommand() *cobra.Command {
 		},
 	}
 	cf.register(cmd)
+	f.register(cmd)
 	cmd.Flags().StringVar(&newID, "id", "", "id of the new session (default: a fresh one)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// modelFor is the session's model when the flags change only half of it.
+func modelFor(cmd *cobra.Command, cf *clientFlags, f *configFlags, session string) (core.ModelSelection, error) {
+	if !f.needsModel(cmd) {
+		return core.ModelSelection{}, nil
+	}
+	read, err := cf.client().ReadSession(cmd.Context(), session)
+	return read.Model, err
 }
 
 func sessionCloseCommand() *cobra.Command {

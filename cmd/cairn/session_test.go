@@ -115,3 +115,26 @@ func TestSessionsPagesWithACursor(t *testing.T) {
 		t.Fatalf("the last page:\n%s", out)
 	}
 }
+
+// `cairn session update` changes what its flags name, keeps the rest, and
+// honours --expected-revision.
+func TestSessionUpdateCommand(t *testing.T) {
+	s := startVFSServer(t)
+	c := api.NewClient(s.url, nil)
+	if _, err := c.CreateSession(context.Background(), api.CreateSessionParams{SessionID: "s", Model: core.ModelSelection{ProviderID: "fake", APIKind: core.APIChatCompletions, Model: "m1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if out := s.mustCairn(t, "session", "update", "s", "--model", "m2", "--tool", "vfs_read_file", "--instructions", "Be terse."); out != "session s: configuration revision 2\n" {
+		t.Fatalf("session update printed %q", out)
+	}
+	read, err := c.ReadSession(context.Background(), "s")
+	if err != nil || read.Model != (core.ModelSelection{ProviderID: "fake", APIKind: core.APIChatCompletions, Model: "m2"}) || len(read.Tools) != 1 {
+		t.Fatalf("after the update: %+v, %v", read, err)
+	}
+	if _, err := s.cairn(t, "session", "update", "s", "--tool", "", "--expected-revision", "1"); !isKind(err, core.RejectRevisionConflict) {
+		t.Fatalf("an update of a stale revision: %v", err)
+	}
+	if _, err := s.cairn(t, "session", "update", "s"); err == nil || !strings.Contains(err.Error(), "name at least one") {
+		t.Fatalf("an update of nothing: %v", err)
+	}
+}

@@ -323,8 +323,13 @@ class SessionCloneParams:
 
     session_id: str
     new_session_id: Optional[str] = None
+    model: Optional[Dict[str, Any]] = None
+    tools: Optional[List[Any]] = None
+    instructions: Optional[str] = None
+    provider_params: Optional[Any] = None
+    compaction: Optional[Dict[str, Any]] = None
 
-    _wire = (("session_id", "sessionId"), ("new_session_id", "newSessionId"))
+    _wire = (("session_id", "sessionId"), ("new_session_id", "newSessionId"), ("model", "model"), ("tools", "tools"), ("instructions", "instructions"), ("provider_params", "providerParams"), ("compaction", "compaction"))
 
     def to_json(self) -> Dict[str, Any]:
         return {w: getattr(self, a) for a, w in self._wire if getattr(self, a) is not None}
@@ -681,8 +686,13 @@ class SessionForkParams:
     session_id: str
     at_seq: Optional[int] = None
     new_session_id: Optional[str] = None
+    model: Optional[Dict[str, Any]] = None
+    tools: Optional[List[Any]] = None
+    instructions: Optional[str] = None
+    provider_params: Optional[Any] = None
+    compaction: Optional[Dict[str, Any]] = None
 
-    _wire = (("session_id", "sessionId"), ("at_seq", "atSeq"), ("new_session_id", "newSessionId"))
+    _wire = (("session_id", "sessionId"), ("at_seq", "atSeq"), ("new_session_id", "newSessionId"), ("model", "model"), ("tools", "tools"), ("instructions", "instructions"), ("provider_params", "providerParams"), ("compaction", "compaction"))
 
     def to_json(self) -> Dict[str, Any]:
         return {w: getattr(self, a) for a, w in self._wire if getattr(self, a) is not None}
@@ -769,6 +779,7 @@ class SessionReadResult:
     status: str
     model: Dict[str, Any]
     context_revision: int
+    config_revision: int
     head: int
     queued_runs: List[Any]
     approvals: Optional[Dict[str, Any]] = None
@@ -779,7 +790,7 @@ class SessionReadResult:
     as_of_seq: Optional[int] = None
     tools: Optional[List[Any]] = None
 
-    _wire = (("session_id", "sessionId"), ("status", "status"), ("model", "model"), ("context_revision", "contextRevision"), ("head", "head"), ("queued_runs", "queuedRuns"), ("approvals", "approvals"), ("active_run", "activeRun"), ("compaction", "compaction"), ("source", "source"), ("parent", "parent"), ("as_of_seq", "asOfSeq"), ("tools", "tools"))
+    _wire = (("session_id", "sessionId"), ("status", "status"), ("model", "model"), ("context_revision", "contextRevision"), ("config_revision", "configRevision"), ("head", "head"), ("queued_runs", "queuedRuns"), ("approvals", "approvals"), ("active_run", "activeRun"), ("compaction", "compaction"), ("source", "source"), ("parent", "parent"), ("as_of_seq", "asOfSeq"), ("tools", "tools"))
 
     def to_json(self) -> Dict[str, Any]:
         return {w: getattr(self, a) for a, w in self._wire if getattr(self, a) is not None}
@@ -1170,6 +1181,45 @@ class SessionTranscriptReadResult:
 
     @classmethod
     def from_json(cls, data: Dict[str, Any]) -> "SessionTranscriptReadResult":
+        return cls(**{a: data.get(w) for a, w in cls._wire})
+
+
+@dataclass
+class SessionUpdateParams:
+    """The params of session/update."""
+
+    session_id: str
+    model: Optional[Dict[str, Any]] = None
+    tools: Optional[List[Any]] = None
+    instructions: Optional[str] = None
+    provider_params: Optional[Any] = None
+    compaction: Optional[Dict[str, Any]] = None
+    expected_revision: Optional[int] = None
+
+    _wire = (("session_id", "sessionId"), ("model", "model"), ("tools", "tools"), ("instructions", "instructions"), ("provider_params", "providerParams"), ("compaction", "compaction"), ("expected_revision", "expectedRevision"))
+
+    def to_json(self) -> Dict[str, Any]:
+        return {w: getattr(self, a) for a, w in self._wire if getattr(self, a) is not None}
+
+    @classmethod
+    def from_json(cls, data: Dict[str, Any]) -> "SessionUpdateParams":
+        return cls(**{a: data.get(w) for a, w in cls._wire})
+
+
+@dataclass
+class SessionUpdateResult:
+    """The result of session/update."""
+
+    session_id: str
+    config_revision: int
+
+    _wire = (("session_id", "sessionId"), ("config_revision", "configRevision"))
+
+    def to_json(self) -> Dict[str, Any]:
+        return {w: getattr(self, a) for a, w in self._wire if getattr(self, a) is not None}
+
+    @classmethod
+    def from_json(cls, data: Dict[str, Any]) -> "SessionUpdateResult":
         return cls(**{a: data.get(w) for a, w in cls._wire})
 
 
@@ -1577,7 +1627,7 @@ class Methods:
         return SessionCacheReportResult.from_json(data)
 
     def session_clone(self, params: Optional[SessionCloneParams] = None) -> SessionCloneResult:
-        """session/clone. Errors: history_incomplete, internal, invalid_input, invalid_params, not_found, response_too_large, session_exists, unauthorized, unsupported."""
+        """session/clone. Errors: history_incomplete, internal, invalid_configuration, invalid_input, invalid_params, not_found, response_too_large, session_exists, unauthorized, unsupported."""
         data = self.call("session/clone", params.to_json() if params is not None else {})
         return SessionCloneResult.from_json(data)
 
@@ -1627,7 +1677,7 @@ class Methods:
         return SessionEventsReadResult.from_json(data)
 
     def session_fork(self, params: Optional[SessionForkParams] = None) -> SessionForkResult:
-        """session/fork. Errors: fork_point_inside_run, fork_too_deep, history_incomplete, internal, invalid_input, invalid_params, not_found, response_too_large, session_exists, unauthorized, unsupported."""
+        """session/fork. Errors: fork_point_inside_run, fork_too_deep, history_incomplete, internal, invalid_configuration, invalid_input, invalid_params, not_found, response_too_large, session_exists, unauthorized, unsupported."""
         data = self.call("session/fork", params.to_json() if params is not None else {})
         return SessionForkResult.from_json(data)
 
@@ -1695,6 +1745,11 @@ class Methods:
         """session/transcript/read. Errors: history_incomplete, internal, invalid_params, not_found, response_too_large, unauthorized."""
         data = self.call("session/transcript/read", params.to_json() if params is not None else {})
         return SessionTranscriptReadResult.from_json(data)
+
+    def session_update(self, params: Optional[SessionUpdateParams] = None) -> SessionUpdateResult:
+        """session/update. Errors: active_work, compaction_pending, history_incomplete, internal, invalid_configuration, invalid_params, not_found, response_too_large, revision_conflict, session_closed, unauthorized, unknown_reference."""
+        data = self.call("session/update", params.to_json() if params is not None else {})
+        return SessionUpdateResult.from_json(data)
 
     def storage_report(self, params: Optional[StorageReportParams] = None) -> StorageReportResult:
         """storage/report. Errors: internal, invalid_params, not_found, response_too_large, unauthorized, unsupported."""

@@ -191,6 +191,19 @@ export type SessionCacheReportResult = {
 export interface SessionCloneParams {
   "sessionId": string;
   "newSessionId"?: string;
+  "model"?: null | {
+    "providerId": string;
+    "apiKind": string;
+    "model": string;
+  };
+  "tools"?: null | Array<string>;
+  "instructions"?: null | string;
+  "providerParams"?: unknown;
+  "compaction"?: null | {
+    "mode": string;
+    "thresholdTokens"?: number;
+    "targetTokens"?: number;
+  };
 }
 
 /** The result of session/clone. */
@@ -483,6 +496,19 @@ export interface SessionForkParams {
   "sessionId": string;
   "atSeq"?: null | number;
   "newSessionId"?: string;
+  "model"?: null | {
+    "providerId": string;
+    "apiKind": string;
+    "model": string;
+  };
+  "tools"?: null | Array<string>;
+  "instructions"?: null | string;
+  "providerParams"?: unknown;
+  "compaction"?: null | {
+    "mode": string;
+    "thresholdTokens"?: number;
+    "targetTokens"?: number;
+  };
 }
 
 /** The result of session/fork. */
@@ -543,6 +569,7 @@ export type SessionReadResult = {
   };
   "approvals"?: Record<string, string>;
   "contextRevision": number;
+  "configRevision": number;
   "head": number;
   "activeRun"?: null | {
     "runId": string;
@@ -848,6 +875,31 @@ export type SessionTranscriptReadResult = {
   "cursor"?: number;
 };
 
+/** The params of session/update. */
+export interface SessionUpdateParams {
+  "sessionId": string;
+  "model"?: null | {
+    "providerId": string;
+    "apiKind": string;
+    "model": string;
+  };
+  "tools"?: null | Array<string>;
+  "instructions"?: null | string;
+  "providerParams"?: unknown;
+  "compaction"?: null | {
+    "mode": string;
+    "thresholdTokens"?: number;
+    "targetTokens"?: number;
+  };
+  "expectedRevision"?: null | number;
+}
+
+/** The result of session/update. */
+export type SessionUpdateResult = {
+  "sessionId": string;
+  "configRevision": number;
+};
+
 /** The params of storage/report. */
 export interface StorageReportParams {
   "sessionId"?: string;
@@ -1103,7 +1155,7 @@ export interface Methods {
   "session/approvals/decide": { params: SessionApprovalsDecideParams; result: SessionApprovalsDecideResult; errors: "approval_conflict" | "call_answered" | "history_incomplete" | "internal" | "invalid_input" | "invalid_params" | "not_found" | "response_too_large" | "unauthorized" | "unknown_call" };
   "session/approvals/pending": { params: SessionApprovalsPendingParams; result: SessionApprovalsPendingResult; errors: "history_incomplete" | "internal" | "invalid_params" | "not_found" | "response_too_large" | "unauthorized" };
   "session/cache/report": { params: SessionCacheReportParams; result: SessionCacheReportResult; errors: "history_incomplete" | "internal" | "invalid_params" | "not_found" | "response_too_large" | "unauthorized" };
-  "session/clone": { params: SessionCloneParams; result: SessionCloneResult; errors: "history_incomplete" | "internal" | "invalid_input" | "invalid_params" | "not_found" | "response_too_large" | "session_exists" | "unauthorized" | "unsupported" };
+  "session/clone": { params: SessionCloneParams; result: SessionCloneResult; errors: "history_incomplete" | "internal" | "invalid_configuration" | "invalid_input" | "invalid_params" | "not_found" | "response_too_large" | "session_exists" | "unauthorized" | "unsupported" };
   "session/close": { params: SessionCloseParams; result: SessionCloseResult; errors: "active_work" | "history_incomplete" | "internal" | "invalid_params" | "not_found" | "response_too_large" | "session_closed" | "unauthorized" };
   "session/context/append": { params: SessionContextAppendParams; result: SessionContextAppendResult; errors: "active_work" | "compaction_pending" | "history_incomplete" | "internal" | "invalid_input" | "invalid_params" | "missing_blob" | "not_found" | "response_too_large" | "revision_conflict" | "session_closed" | "unauthorized" };
   "session/context/compact": { params: SessionContextCompactParams; result: SessionContextCompactResult; errors: "active_work" | "compaction_pending" | "history_incomplete" | "internal" | "invalid_input" | "invalid_params" | "not_found" | "response_too_large" | "session_closed" | "unauthorized" | "unsupported" };
@@ -1113,7 +1165,7 @@ export interface Methods {
   "session/create": { params: SessionCreateParams; result: SessionCreateResult; errors: "internal" | "invalid_configuration" | "invalid_input" | "invalid_params" | "missing_blob" | "response_too_large" | "session_exists" | "unauthorized" | "unknown_reference" };
   "session/delete": { params: SessionDeleteParams; result: SessionDeleteResult; errors: "history_incomplete" | "internal" | "invalid_params" | "not_found" | "response_too_large" | "session_has_forks" | "session_not_closed" | "unauthorized" };
   "session/events/read": { params: SessionEventsReadParams; result: SessionEventsReadResult; errors: "history_incomplete" | "internal" | "invalid_params" | "not_found" | "response_too_large" | "unauthorized" };
-  "session/fork": { params: SessionForkParams; result: SessionForkResult; errors: "fork_point_inside_run" | "fork_too_deep" | "history_incomplete" | "internal" | "invalid_input" | "invalid_params" | "not_found" | "response_too_large" | "session_exists" | "unauthorized" | "unsupported" };
+  "session/fork": { params: SessionForkParams; result: SessionForkResult; errors: "fork_point_inside_run" | "fork_too_deep" | "history_incomplete" | "internal" | "invalid_configuration" | "invalid_input" | "invalid_params" | "not_found" | "response_too_large" | "session_exists" | "unauthorized" | "unsupported" };
   "session/list": { params: SessionListParams; result: SessionListResult; errors: "internal" | "invalid_params" | "response_too_large" | "unauthorized" };
   "session/read": { params: SessionReadParams; result: SessionReadResult; errors: "history_incomplete" | "internal" | "invalid_params" | "not_found" | "response_too_large" | "unauthorized" };
   "session/runs/cancel": { params: SessionRunsCancelParams; result: SessionRunsCancelResult; errors: "history_incomplete" | "internal" | "invalid_params" | "no_active_run" | "not_found" | "response_too_large" | "unauthorized" | "unknown_reference" };
@@ -1127,6 +1179,7 @@ export interface Methods {
   "session/tools/pending": { params: SessionToolsPendingParams; result: SessionToolsPendingResult; errors: "history_incomplete" | "internal" | "invalid_params" | "not_found" | "response_too_large" | "unauthorized" };
   "session/tools/submit": { params: SessionToolsSubmitParams; result: SessionToolsSubmitResult; errors: "call_answered" | "history_incomplete" | "internal" | "invalid_input" | "invalid_params" | "missing_blob" | "not_found" | "response_too_large" | "unauthorized" | "unknown_call" };
   "session/transcript/read": { params: SessionTranscriptReadParams; result: SessionTranscriptReadResult; errors: "history_incomplete" | "internal" | "invalid_params" | "not_found" | "response_too_large" | "unauthorized" };
+  "session/update": { params: SessionUpdateParams; result: SessionUpdateResult; errors: "active_work" | "compaction_pending" | "history_incomplete" | "internal" | "invalid_configuration" | "invalid_params" | "not_found" | "response_too_large" | "revision_conflict" | "session_closed" | "unauthorized" | "unknown_reference" };
   "storage/report": { params: StorageReportParams; result: StorageReportResult; errors: "internal" | "invalid_params" | "not_found" | "response_too_large" | "unauthorized" | "unsupported" };
   "vfs/files/list": { params: VfsFilesListParams; result: VfsFilesListResult; errors: "internal" | "invalid_params" | "not_found" | "response_too_large" | "unauthorized" | "unsupported" };
   "vfs/files/read": { params: VfsFilesReadParams; result: VfsFilesReadResult; errors: "internal" | "invalid_params" | "limit_exceeded" | "not_found" | "response_too_large" | "unauthorized" | "unsupported" };
