@@ -272,6 +272,24 @@ func TestCacheChartMatchesReport(t *testing.T) {
 	}
 	tb.shot("cache")
 
+	// The token axis has five distinct, whole tick labels however few
+	// tokens were cached (one cached token once gave 2, 2, 1, 1, 0).
+	for _, most := range []int{1, 2, 3, 7, 10, 64, 1000, 123456} {
+		labels := eval[[]string](tb, fmt.Sprintf(`import(document.querySelector('link[href$="chart.js"]').href).then(m => [...m.cacheChart([
+			{seq: 1, runId: 'r', turn: 1, requestBytes: 100, prefixBytes: 0, providerCachedTokens: 0},
+			{seq: 2, runId: 'r', turn: 2, requestBytes: 200, prefixBytes: 100, providerCachedTokens: %d}]).querySelectorAll('text.tok')].map(e => e.textContent))`, most))
+		seen := map[string]bool{}
+		for _, l := range labels {
+			if seen[l] || strings.ContainsAny(l, ".") {
+				t.Errorf("with at most %d cached tokens the axis reads %q: a repeated or fractional label", most, labels)
+			}
+			seen[l] = true
+		}
+		if len(labels) != 5 {
+			t.Errorf("with at most %d cached tokens the axis has %d labels", most, len(labels))
+		}
+	}
+
 	// The storage report, or a quiet note where the server has none.
 	var usage api.StorageReportResult
 	storageErr := in.client.Call(context.Background(), "storage/report", api.StorageReportParams{SessionID: "cache"}, &usage)

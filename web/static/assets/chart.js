@@ -32,8 +32,9 @@ export function cacheChart(turns) {
   const maxBytes = niceBytes(Math.max(1, ...turns.map((t) => Math.max(t.requestBytes || 0, t.prefixBytes || 0))));
   const cached = turns.map((t) => t.providerCachedTokens);
   const hasTokens = cached.some((v) => v !== undefined && v !== null);
-  // Tokens are whole: a maximum of four round steps keeps the tick labels whole too.
-  const maxTokens = 4 * niceCeil(Math.max(1, ...cached.filter((v) => v !== undefined && v !== null)) / 4);
+  // Tokens are whole: four steps of a whole, round size keep every tick
+  // label whole and distinct (a step under one token printed 0, 1, 1, 2, 2).
+  const maxTokens = 4 * Math.max(1, niceCeil(Math.max(1, ...cached.filter((v) => v !== undefined && v !== null)) / 4));
   const band = pw / turns.length;
   const barW = Math.max(2, Math.min(36, band * 0.64));
   const x = (i) => M.left + band * i + band / 2;
@@ -49,7 +50,7 @@ export function cacheChart(turns) {
     const y = M.top + ph - (k / 4) * ph;
     grid.append(s('line', { x1: M.left, x2: M.left + pw, y1: y, y2: y, class: k ? 'grid' : 'baseline' }));
     grid.append(s('text', { x: M.left - 8, y: y + 4, 'text-anchor': 'end' }, fmtBytes((maxBytes * k) / 4)));
-    if (hasTokens) grid.append(s('text', { x: M.left + pw + 8, y: y + 4, 'text-anchor': 'start', class: 'tok' }, fmtInt(Math.round((maxTokens * k) / 4))));
+    if (hasTokens) grid.append(s('text', { x: M.left + pw + 8, y: y + 4, 'text-anchor': 'start', class: 'tok' }, fmtInt((maxTokens * k) / 4)));
   }
   const every = Math.max(1, Math.ceil(turns.length / 14));
   turns.forEach((t, i) => {
