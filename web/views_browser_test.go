@@ -155,6 +155,25 @@ func TestBlobPage(t *testing.T) {
 	if got := eval[string](tb, `document.getElementById('blob-json').innerText`); !strings.Contains(got, "Noted: Show me the stored answer") {
 		t.Errorf("the assistant message's blob shows %q", got)
 	}
+	// The page says what holds the blob and leads back to the session.
+	tb.wait(`!!document.querySelector('#blob-holders').dataset.held`)
+	if held := eval[string](tb, `document.querySelector('#blob-holders').dataset.held`); held != "true" {
+		t.Errorf("the assistant message's blob is held %q", held)
+	}
+	if got := eval[[]string](tb, `[...document.querySelectorAll('#held-sessions a')].map(a => a.textContent)`); len(got) != 1 || got[0] != "refs" {
+		t.Errorf("the blob's sessions are %q, want refs", got)
+	}
+	tb.shot("holders")
+	tb.click(`#held-sessions a`)
+	tb.wait(`location.pathname === '/sessions/refs'`)
+
+	// A blob nothing holds says so, and when it may go.
+	tb.open(blobURL(in, textRef.Digest, ""))
+	tb.wait(`!!document.getElementById('blob-fate')`)
+	if eval[string](tb, `document.querySelector('#blob-holders').dataset.held`) != "false" || !eval[bool](tb, `!!document.getElementById('held-nothing')`) ||
+		!strings.Contains(eval[string](tb, `document.getElementById('blob-fate').textContent`), "may be collected after") {
+		t.Errorf("an unheld blob's holders section reads %q", eval[string](tb, `document.getElementById('blob-holders').textContent`))
+	}
 }
 
 func TestContextAtEarlierSeqAndDiff(t *testing.T) {

@@ -8,8 +8,8 @@
 // inspector. So the page makes blob: URLs only of the inert types below;
 // anything else (SVG, HTML, XML, any +xml) is shown as text, never drawn.
 
-import { call, isAbort } from './rpc.js';
-import { h, clear, append, fmtBytes, fmtInt, shortRef, errorBox, jsonTree } from './dom.js';
+import { call, isAbort, METHOD_NOT_FOUND } from './rpc.js';
+import { h, clear, append, fmtBytes, fmtInt, fmtTime, shortRef, refLink, errorBox, jsonTree } from './dom.js';
 
 const HEX_LIMIT = 4096;
 
@@ -28,10 +28,12 @@ export function blobPage(ctx, ref) {
   const facts = h('dl', { class: 'chips' });
   const actions = h('div', { class: 'blob-actions' });
   const view = h('div', { class: 'blob-view', id: 'blob-view' }, h('p', { class: 'quiet' }, 'Loading…'));
+  const holders = h('section', { class: 'blob-holders', id: 'blob-holders' }, h('h2', {}, 'Held by'), h('p', { class: 'quiet' }, 'Loading…'));
   ctx.root.append(h('section', { class: 'page blob-page' },
     h('div', { class: 'page-head' }, h('h1', {}, 'Blob'), h('span', { class: 'spacer' }), actions),
     h('p', { class: 'mono ref-full', id: 'blob-ref' }, ref),
-    facts, view));
+    facts, holders, view));
+  showHolders(holders, ref, ctx.signal);
 
   const urls = [];
   ctx.signal.addEventListener('abort', () => urls.forEach((u) => URL.revokeObjectURL(u)));
@@ -62,6 +64,43 @@ export function blobPage(ctx, ref) {
     actions.append(h('a', { class: 'button primary', id: 'download', href: objectURL(bytes, 'application/octet-stream'), download: ref }, `Download ${fmtBytes(bytes.length)}`));
     append(clear(view), [render(bytes, mediaType, objectURL)]);
   })();
+}
+
+// showHolders lists what keeps the blob from the collector (blobs/holders),
+// each session and parent blob a link, so a blob reached from anywhere
+// leads back to what uses it.
+async function showHolders(section, ref, signal) {
+  let res;
+  try {
+    res = await call('blobs/holders', { ref }, { signal });
+  } catch (err) {
+    if (isAbort(err)) return;
+    const body = err.code === METHOD_NOT_FOUND || err.kind === 'unsupported'
+      ? h('p', { class: 'quiet' }, 'This server does not report what holds a blob.')
+      : errorBox(err, 'Could not read what holds the blob');
+    section.replaceChildren(section.firstChild, body);
+    return;
+  }
+  section.dataset.held = String(res.held);
+  const rows = [];
+  const more = (truncated) => (truncated ? [h('span', { class: 'quiet' }, ' and more')] : []);
+  const row = (label, id, items, truncated) => {
+    if (items.length) rows.push(h('div', { class: 'holder-row', id }, h('dt', {}, label), h('dd', {}, ...items.flatMap((it, i) => (i ? [', ', it] : [it])), ...more(truncated))));
+  };
+  row('sessions', 'held-sessions', (res.sessions || []).map((id) => h('a', { href: `/sessions/${encodeURIComponent(id)}`, class: 'mono' }, id)), res.sessionsTruncated);
+  row('checkpoints', 'held-checkpoints', (res.checkpoints || []).map((c) => h('a', { href: `/sessions/${encodeURIComponent(c.sessionId)}`, class: 'mono' }, `${c.sessionId} @ ${c.seq}`)), res.checkpointsTruncated);
+  row('workspaces', 'held-workspaces', (res.workspaces || []).map((w) => h('span', { class: 'mono' }, w)), res.workspacesTruncated);
+  row('inside', 'held-parents', (res.parents || []).map((p) => refLink(p.digest, p.mediaType)), res.parentsTruncated);
+  if (res.snapshot) rows.push(h('div', { class: 'holder-row', id: 'held-snapshot' }, h('dt', {}, 'snapshot'), h('dd', {}, 'a session links it as a snapshot')));
+  if (res.constant) rows.push(h('div', { class: 'holder-row' }, h('dt', {}, 'constant'), h('dd', {}, 'one of the fixed blobs every server keeps')));
+  const fate = res.held || res.constant
+    ? 'Kept while anything above holds it.'
+    : res.collectable
+      ? 'Nothing holds it and its grace has passed: the next collection deletes it.'
+      : `Nothing holds it; it may be collected after ${fmtTime(res.eligibleAtMs)}.`;
+  section.replaceChildren(section.firstChild,
+    rows.length ? h('dl', { class: 'holders' }, ...rows) : h('p', { class: 'quiet', id: 'held-nothing' }, 'Nothing holds this blob.'),
+    h('p', { class: 'quiet small', id: 'blob-fate' }, fate, ` Stored ${res.storage}, last used ${fmtTime(res.touchedAtMs)}.`));
 }
 
 // readBlob reads a blob in parts, so a large one stays within the
