@@ -136,6 +136,9 @@ func (s call) forkSession(ctx context.Context, p SessionForkParams) (SessionFork
 		}
 	}
 	req := store.ForkRequest{SessionID: p.NewSessionID, Source: p.SessionID, AtSeq: st.Head, AtMs: s.host.NowMs(), Projection: store.ProjectionOf(st)}
+	if len(st.Runs()) > 0 {
+		req.Projection.Title = life.Title // the fork holds the first run
+	}
 	forked, err := fh.ForkSession(ctx, req, st)
 	if err != nil {
 		return SessionForkResult{}, catalogError(err)

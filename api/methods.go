@@ -298,6 +298,11 @@ func (s call) listSessions(ctx context.Context, p SessionListParams) (SessionLis
 	if p.ExcludeChildren {
 		out.Sessions = slices.DeleteFunc(out.Sessions, func(l core.Lifecycle) bool { return l.Parent != nil })
 	}
+	if q := strings.ToLower(strings.TrimSpace(p.Query)); q != "" {
+		out.Sessions = slices.DeleteFunc(out.Sessions, func(l core.Lifecycle) bool {
+			return !strings.Contains(strings.ToLower(l.SessionID), q) && !strings.Contains(strings.ToLower(l.Title), q)
+		})
+	}
 	return out, err
 }
 

@@ -104,6 +104,9 @@ type SessionListParams struct {
 	// ExcludeChildren leaves sub-agents' sessions out of the page (a page
 	// may then hold fewer than limit; follow the cursor as usual).
 	ExcludeChildren bool `json:"excludeChildren,omitempty"`
+	// Query keeps the sessions whose id or title contains it, in any
+	// letter case; like ExcludeChildren it filters each page.
+	Query string `json:"query,omitempty"`
 }
 
 type SessionListResult struct {

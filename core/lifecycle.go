@@ -1,6 +1,9 @@
 package core
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strings"
+)
 
 // Lifecycle is the session catalog's projection of a session's log, kept by
 // every store in the same transaction as the append that changes it.
@@ -18,6 +21,36 @@ type Lifecycle struct {
 	LastRunStatus string         `json:"lastRunStatus,omitempty"`
 	// CompactionPending is set between a compaction request and its end.
 	CompactionPending bool `json:"compactionPending,omitempty"`
+	// Title is the start of the first run's first input, for lists.
+	Title string `json:"title,omitempty"`
+	// ForkOf is the session and seq a history fork was made from (zero
+	// for any other session).
+	ForkOf ForkPoint `json:"forkOf,omitzero"`
+}
+
+// ForkPoint names where a history fork starts: its source and the seq.
+type ForkPoint struct {
+	SessionID string `json:"sessionId"`
+	AtSeq     int64  `json:"atSeq"`
+}
+
+// titleRunes bounds a session's title.
+const titleRunes = 80
+
+// titleOf is the title an input gives: its first preview, on one line, cut
+// at titleRunes.
+func titleOf(input []InputItem) string {
+	for _, it := range input {
+		if it.Preview == "" {
+			continue
+		}
+		t := []rune(strings.Join(strings.Fields(it.Preview), " "))
+		if len(t) > titleRunes {
+			return string(t[:titleRunes-1]) + "…"
+		}
+		return string(t)
+	}
+	return ""
 }
 
 // Session statuses.
@@ -61,6 +94,9 @@ func ProjectLifecycle(l Lifecycle, ev Event) Lifecycle {
 		var p RunAccepted
 		if json.Unmarshal(ev.Payload, &p) == nil {
 			l.LastRunID = p.RunID
+			if l.Title == "" {
+				l.Title = titleOf(p.Input)
+			}
 			if p.Queued {
 				l.QueuedRuns++
 				l.LastRunStatus = StatusQueued

@@ -186,6 +186,7 @@ func ForkPointPastHead(source string, atSeq, head int64) error {
 func ForkProjection(req ForkRequest) core.Lifecycle {
 	l := req.Projection
 	l.SessionID, l.Head, l.CreatedAtMs, l.UpdatedAtMs = req.SessionID, req.AtSeq, req.AtMs, req.AtMs
+	l.ForkOf = core.ForkPoint{SessionID: req.Source, AtSeq: req.AtSeq}
 	return l
 }
 

@@ -76,6 +76,7 @@ func testForkReadsThroughSource(f *fixture) {
 	l := f.fork(c, "child", "src", 6)
 	want := forkProjection
 	want.SessionID, want.Head, want.CreatedAtMs, want.UpdatedAtMs = "child", 6, 5006, 5006
+	want.ForkOf = core.ForkPoint{SessionID: "src", AtSeq: 6}
 	if l != want || f.session("child") != want {
 		f.t.Fatalf("fork lifecycle %+v, stored %+v; want %+v", l, f.session("child"), want)
 	}

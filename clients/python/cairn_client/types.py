@@ -727,8 +727,9 @@ class SessionListParams:
     after: Optional[str] = None
     limit: Optional[int] = None
     exclude_children: Optional[bool] = None
+    query: Optional[str] = None
 
-    _wire = (("before", "before"), ("after", "after"), ("limit", "limit"), ("exclude_children", "excludeChildren"))
+    _wire = (("before", "before"), ("after", "after"), ("limit", "limit"), ("exclude_children", "excludeChildren"), ("query", "query"))
 
     def to_json(self) -> Dict[str, Any]:
         return {w: getattr(self, a) for a, w in self._wire if getattr(self, a) is not None}

@@ -523,6 +523,7 @@ export interface SessionListParams {
   "after"?: string;
   "limit"?: number;
   "excludeChildren"?: boolean;
+  "query"?: string;
 }
 
 /** The result of session/list. */
@@ -549,6 +550,11 @@ export type SessionListResult = {
     "lastRunId"?: string;
     "lastRunStatus"?: string;
     "compactionPending"?: boolean;
+    "title"?: string;
+    "forkOf"?: {
+      "sessionId": string;
+      "atSeq": number;
+    };
   }>;
   "cursor"?: string;
 };
