@@ -19,6 +19,7 @@ import (
 	"github.com/cairn-agents/cairn/provider"
 	"github.com/cairn-agents/cairn/runtime"
 	"github.com/cairn-agents/cairn/store"
+	"github.com/cairn-agents/cairn/vfs"
 	"github.com/cairn-agents/cairn/view"
 )
 
@@ -194,6 +195,21 @@ func coreLinks(links []LinkParam) ([]core.Link, error) {
 	return out, nil
 }
 
+// linkParams are a config's links in session/create's shape: a snapshot as
+// the ref object vfs/snapshots/create returns.
+func linkParams(links []core.Link) []LinkParam {
+	var out []LinkParam
+	for _, l := range links {
+		p := LinkParam{Mount: l.Mount, Workspace: l.Workspace}
+		if d, err := content.ParseDigest(l.Snapshot); err == nil {
+			r := RefOf(content.ContentRef{Digest: d, MediaType: vfs.MediaType})
+			p.Snapshot = &r
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
 // checkLinks refuses links to workspaces or snapshots the universe does not
 // have; a workspace is resolved to its head only when a file is used.
 func (s call) checkLinks(ctx context.Context, links []core.Link) error {
@@ -284,7 +300,7 @@ func sessionSummary(st *core.State) SessionReadResult {
 func settledSummary(sum core.Summary) SessionReadResult {
 	out := SessionReadResult{
 		SessionID: sum.SessionID, Status: core.SessionStatusOpen, Model: sum.Config.Model, Tools: slices.Clone(sum.Config.Tools),
-		ClientTools: slices.Clone(sum.Config.ClientTools), Approvals: ApprovalMap(sum.Config.Approvals),
+		ClientTools: slices.Clone(sum.Config.ClientTools), Approvals: ApprovalMap(sum.Config.Approvals), Links: linkParams(sum.Config.Links),
 		ContextRevision: sum.Revision, ConfigRevision: sum.ConfigRevision, Head: sum.Head, QueuedRuns: []RunSummary{}, Parent: sum.Parent,
 	}
 	if sum.Closed {

@@ -76,8 +76,10 @@ type SessionReadResult struct {
 	Model     core.ModelSelection `json:"model"`
 	// Tools and ClientTools are "tools" on the wire, as session/create
 	// takes them.
-	Tools           []string          `json:"-"`
-	ClientTools     []ClientTool      `json:"-"`
+	Tools       []string     `json:"-"`
+	ClientTools []ClientTool `json:"-"`
+	// Links are the session's mounts, as session/create takes them.
+	Links           []LinkParam       `json:"links,omitempty"`
 	Approvals       map[string]string `json:"approvals,omitempty"`
 	ContextRevision int64             `json:"contextRevision"`
 	// ConfigRevision counts the configuration's changes (session/update's

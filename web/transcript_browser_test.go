@@ -66,10 +66,25 @@ func TestSessionsListAndSession(t *testing.T) {
 
 	tb.click(`tr[data-session="alpha"] a`)
 	tb.wait(`location.pathname === '/sessions/alpha' && document.querySelector('#events[data-ready="1"]')`)
+	// A conversation: each message once, no bookkeeping.
 	text := eval[string](tb, `document.getElementById('events').innerText`)
-	for _, s := range []string{"Answer in one sentence.", "What is a cairn?", "Noted: What is a cairn?", "run.completed"} {
+	for _, s := range []string{"Answer in one sentence.", "What is a cairn?", "Noted: What is a cairn?"} {
+		if n := strings.Count(text, s); n != 1 && !(s == "What is a cairn?" && n == 2) { // the answer quotes the question
+			t.Errorf("the conversation shows %q %d times, want once", s, n)
+		}
+	}
+	for _, s := range []string{"run.completed", "turn.planned", "run input", "output"} {
+		if strings.Contains(text, s) {
+			t.Errorf("the conversation shows %q", s)
+		}
+	}
+	// All events: the bookkeeping too.
+	tb.click(`#all-events`)
+	tb.wait(`location.search === '?events=all'`)
+	text = eval[string](tb, `document.getElementById('events').innerText`)
+	for _, s := range []string{"Answer in one sentence.", "What is a cairn?", "Noted: What is a cairn?", "run.completed", "turn.planned"} {
 		if !strings.Contains(text, s) {
-			t.Errorf("the transcript lacks %q", s)
+			t.Errorf("all events lack %q", s)
 		}
 	}
 	tb.wait(`document.querySelector('#runs details.run[open] .run-output')`)
@@ -100,7 +115,7 @@ func TestTranscriptPagingWithKeys(t *testing.T) {
 		seedSession(ctx, t, st, "long", 180, time.Now().Add(-time.Hour))
 	}})
 	tb := newTab(t)
-	tb.open(in.url + "/sessions/long")
+	tb.open(in.url + "/sessions/long?events=all") // every row visible: the keys scroll through all
 	tb.wait(`document.querySelector('#events[data-ready="1"]')`)
 	checkContiguous(t, eval[[]int64](tb, transcriptSeqs), 131, 180)
 	if !strings.Contains(eval[string](tb, `document.getElementById('transcript-keys').textContent`), "PgUp") {

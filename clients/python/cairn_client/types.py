@@ -783,6 +783,7 @@ class SessionReadResult:
     config_revision: int
     head: int
     queued_runs: List[Any]
+    links: Optional[List[Any]] = None
     approvals: Optional[Dict[str, Any]] = None
     active_run: Optional[Dict[str, Any]] = None
     compaction: Optional[Dict[str, Any]] = None
@@ -791,7 +792,7 @@ class SessionReadResult:
     as_of_seq: Optional[int] = None
     tools: Optional[List[Any]] = None
 
-    _wire = (("session_id", "sessionId"), ("status", "status"), ("model", "model"), ("context_revision", "contextRevision"), ("config_revision", "configRevision"), ("head", "head"), ("queued_runs", "queuedRuns"), ("approvals", "approvals"), ("active_run", "activeRun"), ("compaction", "compaction"), ("source", "source"), ("parent", "parent"), ("as_of_seq", "asOfSeq"), ("tools", "tools"))
+    _wire = (("session_id", "sessionId"), ("status", "status"), ("model", "model"), ("context_revision", "contextRevision"), ("config_revision", "configRevision"), ("head", "head"), ("queued_runs", "queuedRuns"), ("links", "links"), ("approvals", "approvals"), ("active_run", "activeRun"), ("compaction", "compaction"), ("source", "source"), ("parent", "parent"), ("as_of_seq", "asOfSeq"), ("tools", "tools"))
 
     def to_json(self) -> Dict[str, Any]:
         return {w: getattr(self, a) for a, w in self._wire if getattr(self, a) is not None}

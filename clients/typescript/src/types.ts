@@ -573,6 +573,15 @@ export type SessionReadResult = {
     "apiKind": string;
     "model": string;
   };
+  "links"?: null | Array<{
+    "mount": string;
+    "workspace"?: string;
+    "snapshot"?: null | {
+      "digest": string;
+      "mediaType": string;
+      "providerKind"?: string;
+    } | string;
+  }>;
   "approvals"?: Record<string, string>;
   "contextRevision": number;
   "configRevision": number;

@@ -5,7 +5,7 @@
 // call that waits for approval, session/approvals/decide.
 
 import { call, isAbort } from './rpc.js';
-import { h, clear, append, fmtInt, statusBadge, errorBox } from './dom.js';
+import { h, clear, append, fmtInt, statusBadge, errorBox, refLink, shortRef } from './dom.js';
 import { createTranscript } from './transcript.js';
 import { createPanels } from './panels.js';
 
@@ -53,8 +53,13 @@ export function sessionPage(ctx, id) {
 
   async function loadInfo() {
     try {
-      const info = await call('session/read', { sessionId: id }, { signal });
+      // Instructions come first in context: the first entries hold them.
+      const [info, ctxPage] = await Promise.all([
+        call('session/read', { sessionId: id }, { signal }),
+        call('session/context/read', { sessionId: id, limit: 8 }, { signal }).catch((err) => { if (isAbort(err)) throw err; return null; }),
+      ]);
       page.info = info;
+      info.instructions = (ctxPage?.entries || []).filter((e) => e.kind === 'instructions');
       renderChips(info);
       composer.update(info);
     } catch (err) {
@@ -77,6 +82,17 @@ export function sessionPage(ctx, id) {
         ? h('span', {}, h('span', { class: 'mono' }, info.activeRun.runId), ' ', statusBadge(info.activeRun.status))
         : h('span', { class: 'quiet' }, 'none'), { 'data-chip': 'active' }),
       chip('queued', h('span', { class: 'num' }, fmtInt(info.queuedRuns?.length || 0))),
+      chip('tools', info.tools?.length
+        ? h('span', { class: 'mono chip-list' }, info.tools.map((t) => (typeof t === 'string' ? t : t.name)).join(', '))
+        : h('span', { class: 'quiet' }, 'none'), { 'data-chip': 'tools' }),
+      info.links?.length ? chip('links', h('span', { class: 'chip-list' }, ...info.links.flatMap((l, i) => [
+        i ? ', ' : '',
+        h('span', { class: 'mono' }, l.mount), ' → ',
+        l.workspace ? h('span', { class: 'mono', title: 'workspace (its current head)' }, l.workspace)
+          : refLink(l.snapshot?.digest, l.snapshot?.mediaType, `snapshot ${shortRef(l.snapshot?.digest)}`),
+      ])), { 'data-chip': 'links' }) : null,
+      info.instructions?.length ? chip('instructions', h('span', { class: 'chip-instructions', title: info.instructions.map((e) => e.preview).join('\n\n') },
+        info.instructions.map((e) => e.preview).join(' · ')), { 'data-chip': 'instructions' }) : null,
       info.source ? chip(info.source.atSeq ? 'forked from' : 'cloned from',
         h('span', {}, h('a', { class: 'mono', href: `/sessions/${encodeURIComponent(info.source.sessionId)}` }, info.source.sessionId),
           info.source.atSeq ? h('span', { class: 'quiet num' }, ` at ${fmtInt(info.source.atSeq)}`) : null)) : null,

@@ -2,6 +2,13 @@
 // pages on demand (button or keys), and a live follow that long-polls
 // session/events/read and appends what it finds.
 //
+// By default it reads as a conversation: one block per message as it
+// entered context, each tool call with its result folded under it, and
+// the bookkeeping (run and turn events, the run's input and output, which
+// repeat what context shows) hidden. "All events" shows every event.
+// Both are the same rows, shown or hidden, so paging and the live follow
+// work alike.
+//
 // Nothing above the newest row moves while following: rows are only
 // appended below, or prepended with the scroll position compensated; the
 // slots above and below the rows have fixed heights; the "new events" pill
@@ -19,17 +26,25 @@ const kbd = (k) => h('kbd', {}, k);
 export function createTranscript(page, mount) {
   const signal = page.signal;
   const followBox = h('input', { type: 'checkbox', id: 'follow', checked: true });
+  const allBox = h('input', { type: 'checkbox', id: 'all-events', checked: page.query?.get('events') === 'all' });
   const count = h('span', { class: 'quiet small num', id: 'transcript-count' });
   mount.append(
     h('div', { class: 'pane-head' },
       h('h2', {}, 'Transcript'), count, h('span', { class: 'spacer' }),
+      h('label', { class: 'toggle small', title: 'Show every event, bookkeeping too, instead of the conversation' }, allBox, 'All events'),
       h('label', { class: 'toggle small', title: 'Long-poll for new events (f)' }, followBox, 'Follow live')),
     h('p', { class: 'keys small quiet', id: 'transcript-keys' },
       kbd('k'), ' or ', kbd('PgUp'), ' older · ', kbd('j'), ' or ', kbd('PgDn'), ' newer · ',
       kbd('End'), ' latest · ', kbd('f'), ' follow on/off · click a seq for the context after it'));
   const olderBtn = h('button', { type: 'button', class: 'ghost small', id: 'older' }, 'Load older events');
   const olderSlot = h('div', { class: 'older-slot' }); // filled once the first page says whether there is more
-  const list = h('ol', { class: 'events', id: 'events' });
+  const list = h('ol', { class: ['events', !allBox.checked && 'conversation'], id: 'events' });
+  allBox.addEventListener('change', () => {
+    list.classList.toggle('conversation', !allBox.checked);
+    const url = new URL(location.href);
+    if (allBox.checked) url.searchParams.set('events', 'all'); else url.searchParams.delete('events');
+    history.replaceState(null, '', url.pathname + url.search);
+  });
   const liveText = h('span', { class: 'live-text' }, 'Loading…');
   const live = h('div', { class: 'live-slot', id: 'live', 'data-state': 'idle' }, h('span', { class: 'dot', 'aria-hidden': 'true' }), liveText);
   const scroller = h('div', { class: 'transcript-scroll', id: 'transcript', tabindex: '0', 'aria-label': 'Transcript events' }, olderSlot, list, live);
@@ -75,6 +90,34 @@ export function createTranscript(page, mount) {
     return frag;
   }
 
+  // foldResults puts each tool result shown so far under its call, once
+  // the call is on the page too (an older page may bring it later).
+  function foldResults() {
+    // A sub-agent's session, linked from its call's event, is linked from
+    // the call's entry too, which is what the conversation shows.
+    for (const a of list.querySelectorAll('a.child-session:not([data-copied])')) {
+      const callBlock = list.querySelector(`.content[data-entry-kind="tool_call"][data-call-id="${CSS.escape(a.dataset.callId || '')}"] .content-head`);
+      if (!callBlock) continue;
+      a.dataset.copied = '1';
+      const copy = a.cloneNode(true);
+      copy.removeAttribute('data-copied');
+      copy.classList.replace('child-session', 'child-session-link');
+      callBlock.append(copy);
+    }
+    for (const res of list.querySelectorAll('.content[data-entry-kind="tool_result"]:not(.folded)')) {
+      const id = res.dataset.callId;
+      const callBlock = id && list.querySelector(`.content[data-entry-kind="tool_call"][data-call-id="${CSS.escape(id)}"]`);
+      if (!callBlock) continue;
+      const copy = res.cloneNode(true);
+      copy.removeAttribute('data-entry-kind');
+      callBlock.append(h('details', { class: 'folded-result', 'data-call-id': id },
+        h('summary', {}, 'result', h('span', { class: 'quiet' }, ` · ${firstLine(res.querySelector('.text')?.textContent || '')}`)), copy));
+      res.classList.add('folded');
+      const li = res.closest('li.ev');
+      if (li && !li.querySelector('.content[data-entry-kind]:not(.folded):not([data-empty]):not([data-entry-kind="catalog"])')) li.removeAttribute('data-conv');
+    }
+  }
+
   let markReady;
   const ready = new Promise((resolve) => { markReady = resolve; });
 
@@ -83,6 +126,7 @@ export function createTranscript(page, mount) {
       const res = await call('session/transcript/read', { sessionId: page.id, limit: PAGE_SIZE }, { signal });
       performance.mark('cairn:transcript-response');
       list.append(rows(res.events));
+      foldResults();
       performance.mark('cairn:transcript-rows');
       pages = 1;
       cursor = res.cursor || 0;
@@ -111,6 +155,7 @@ export function createTranscript(page, mount) {
         const height = scroller.scrollHeight;
         const top = scroller.scrollTop;
         list.prepend(rows(res.events));
+        foldResults();
         // Keep the rows the reader was looking at where they were.
         scroller.scrollTop = top + (scroller.scrollHeight - height);
         cursor = res.cursor || 0;
@@ -142,6 +187,7 @@ export function createTranscript(page, mount) {
     }
     const stick = atBottom();
     list.append(rows(fresh));
+    foldResults();
     last = fresh[fresh.length - 1].seq;
     if (!first) first = fresh[0].seq;
     updateCount();
@@ -306,6 +352,27 @@ export function createTranscript(page, mount) {
 
 const CATEGORY = { run: 'run', turn: 'turn', tools: 'tool', context: 'ctx', compaction: 'ctx', session: 'session' };
 
+// CONVERSATION are the displays the conversation shows: what entered
+// context, and what happened to the conversation (failures, approvals,
+// cancellation, warnings, compaction). The others repeat context (a run's
+// input and output, a call and its result as tool events) or are
+// bookkeeping.
+const CONVERSATION = new Set(['entries', 'compacted', 'removed', 'failure', 'warning', 'approval_requested', 'approval_decided', 'tool_awaiting', 'cancelled']);
+
+function firstLine(s) {
+  const line = s.trim().split('\n')[0];
+  return line.length > 80 ? line.slice(0, 79) + '…' : line;
+}
+
+// inConversation says whether an event's row shows in the conversation:
+// entries only when one is more than a catalog or an empty message.
+function inConversation(ev) {
+  const d = ev.display;
+  if (!d || !CONVERSATION.has(d.kind)) return false;
+  if (d.kind === 'entries') return (d.entries || []).some((e) => e.kind !== 'catalog' && e.text !== '');
+  return true;
+}
+
 function joinTags(joins) {
   const out = [];
   for (const j of joins || []) {
@@ -322,7 +389,7 @@ export function renderEvent(ev, page) {
   const body = ev.display ? displayBody(ev.display) : quietSummary(ev);
   const seq = h('button', { type: 'button', class: 'seq num', title: `Event ${ev.seq}: show the context after it` }, String(ev.seq));
   seq.addEventListener('click', () => page.showContextAt(ev.seq));
-  return h('li', { class: ['ev', `cat-${category}`, !ev.display && 'ev-quiet'], 'data-seq': ev.seq, 'data-kind': ev.kind },
+  return h('li', { class: ['ev', `cat-${category}`, !ev.display && 'ev-quiet'], 'data-seq': ev.seq, 'data-kind': ev.kind, 'data-conv': inConversation(ev) ? '1' : null },
     h('div', { class: 'ev-gutter' }, seq),
     h('div', { class: 'ev-main' },
       h('div', { class: 'ev-meta' },
@@ -398,7 +465,13 @@ function entryBlock(e) {
     e.key ? h('span', { class: 'tag mono', title: 'key' }, e.key) : null,
     h('span', { class: 'tag mono quiet', title: `entry ${e.entryId}${e.source ? ' · source ' + e.source : ''}` }, e.entryId),
   ];
-  return contentBlock(e, entryLabel(e), extras);
+  const block = contentBlock(e, entryLabel(e), extras);
+  block.dataset.entryKind = e.kind;
+  // An assistant message with no text (a turn that only called tools) is
+  // nothing to read in a conversation.
+  if (e.text === '') block.dataset.empty = '1';
+  if (e.callId) block.dataset.callId = e.callId;
+  return block;
 }
 
 function displayBody(d) {
@@ -410,7 +483,7 @@ function displayBody(d) {
     case 'steering':
       return (d.input || []).map((c) => contentBlock(c, 'steering', [h('span', { class: 'tag mono' }, d.steeringId)]));
     case 'tool_call': {
-      const child = d.childSessionId ? h('a', { class: 'tag mono', href: `/sessions/${encodeURIComponent(d.childSessionId)}`, title: 'the sub-agent\'s session' }, 'sub-agent session') : null;
+      const child = d.childSessionId ? h('a', { class: 'tag mono child-session', 'data-call-id': d.callId, href: `/sessions/${encodeURIComponent(d.childSessionId)}`, title: 'the sub-agent\'s session' }, 'sub-agent session') : null;
       return d.content ? contentBlock(d.content, 'tool call', [h('span', { class: 'tag mono' }, d.name), h('span', { class: 'tag mono quiet' }, d.callId), child]) : h('span', {}, d.name, child ? [' ', child] : null);
     }
     case 'approval_requested':
