@@ -176,15 +176,25 @@ func admitOpen(s *State, c OpenSession) (Admission, error) {
 	}
 	b := s.newBatch(c.AtMs)
 	b.add(KindSessionOpened, nil, SessionOpened{SessionID: c.SessionID, Config: cfg, Parent: c.Parent})
-	if c.Instructions != nil {
-		in := *c.Instructions
-		in.Kind, in.Key = EntryInstructions, InstructionKeyPrefix+"main"
-		if err := validRef(in); err != nil {
-			return Admission{}, err
-		}
-		b.entries([]EntryInput{in}, SourceAPI, "", nil)
+	if err := b.mainInstructions(c.Instructions); err != nil {
+		return Admission{}, err
 	}
 	return Admission{Proposals: b.props}, nil
+}
+
+// mainInstructions applies in, when given, as the session's main
+// instructions (a keyed entry, so a new one replaces the old).
+func (b *batch) mainInstructions(in *EntryInput) error {
+	if in == nil {
+		return nil
+	}
+	e := *in
+	e.Kind, e.Key = EntryInstructions, InstructionKeyPrefix+"main"
+	if err := validRef(e); err != nil {
+		return err
+	}
+	b.entries([]EntryInput{e}, SourceAPI, "", nil)
+	return nil
 }
 
 func admitChangeConfig(s *State, c ChangeConfig) (Admission, error) {
@@ -204,13 +214,8 @@ func admitChangeConfig(s *State, c ChangeConfig) (Admission, error) {
 	}
 	b := s.newBatch(c.AtMs)
 	b.add(KindSessionConfigChanged, nil, SessionConfigChanged{Config: cfg})
-	if c.Instructions != nil {
-		in := *c.Instructions
-		in.Kind, in.Key = EntryInstructions, InstructionKeyPrefix+"main"
-		if err := validRef(in); err != nil {
-			return Admission{}, err
-		}
-		b.entries([]EntryInput{in}, SourceAPI, "", nil)
+	if err := b.mainInstructions(c.Instructions); err != nil {
+		return Admission{}, err
 	}
 	return Admission{Proposals: b.props}, nil
 }

@@ -18,13 +18,7 @@ func TestSessionsListShowsTitlesMarksAndSearch(t *testing.T) {
 	t.Parallel()
 	in := newInstance(t, instanceOptions{})
 	ctx := context.Background()
-	if _, err := in.client.CreateWorkspace(ctx, api.WorkspaceCreateParams{Workspace: "team"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := in.client.WriteFile(ctx, api.FileWriteParams{Workspace: "team", Path: ".cairn/agents/reviewer.md",
-		Data: []byte("---\ndescription: Reviews.\n---\nYou review.\n")}); err != nil {
-		t.Fatal(err)
-	}
+	teamWithReviewer(t, in)
 	var mu sync.Mutex
 	asked := false
 	in.chat.setReply(func(user string) string {

@@ -278,11 +278,9 @@ func TestRefusalIsMarked(t *testing.T) {
 	}
 }
 
-// The inspector links a parent's agent_run call to the sub-agent's
-// session, and the sub-agent's page back to its parent.
-func TestSubAgentSessionsAreLinked(t *testing.T) {
-	t.Parallel()
-	in := newInstance(t, instanceOptions{})
+// teamWithReviewer makes the workspace "team" with a sub-agent "reviewer".
+func teamWithReviewer(t *testing.T, in *instance) {
+	t.Helper()
 	ctx := context.Background()
 	if _, err := in.client.CreateWorkspace(ctx, api.WorkspaceCreateParams{Workspace: "team"}); err != nil {
 		t.Fatal(err)
@@ -291,6 +289,15 @@ func TestSubAgentSessionsAreLinked(t *testing.T) {
 		Data: []byte("---\ndescription: Reviews.\n---\nYou review.\n")}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// The inspector links a parent's agent_run call to the sub-agent's
+// session, and the sub-agent's page back to its parent.
+func TestSubAgentSessionsAreLinked(t *testing.T) {
+	t.Parallel()
+	in := newInstance(t, instanceOptions{})
+	ctx := context.Background()
+	teamWithReviewer(t, in)
 	var mu sync.Mutex
 	parentCalls := 0
 	in.chat.setReply(func(user string) string {

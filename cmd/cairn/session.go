@@ -32,11 +32,7 @@ func sessionForkCommand() *cobra.Command {
 		Short: "Create a history fork: a new session over SESSION's events up to --at (default: the latest point no run spans)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			current, err := modelFor(cmd, &cf, &f, args[0])
-			if err != nil {
-				return err
-			}
-			u, err := f.changes(cmd, current)
+			u, err := changesFor(cmd, &cf, &f, args[0])
 			if err != nil {
 				return err
 			}
@@ -81,11 +77,7 @@ func sessionCloneCommand() *cobra.Command {
 		Short: "Create a new session with SESSION's current configuration and instructions, and none of its history",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			current, err := modelFor(cmd, &cf, &f, args[0])
-			if err != nil {
-				return err
-			}
-			u, err := f.changes(cmd, current)
+			u, err := changesFor(cmd, &cf, &f, args[0])
 			if err != nil {
 				return err
 			}
@@ -108,13 +100,18 @@ func sessionCloneCommand() *cobra.Command {
 	return cmd
 }
 
-// modelFor is the session's model when the flags change only half of it.
-func modelFor(cmd *cobra.Command, cf *clientFlags, f *configFlags, session string) (core.ModelSelection, error) {
-	if !f.needsModel(cmd) {
-		return core.ModelSelection{}, nil
+// changesFor are the configuration flags given, as changes of session; it
+// reads the session's model when the flags change only half of it.
+func changesFor(cmd *cobra.Command, cf *clientFlags, f *configFlags, session string) (api.SessionUpdateParams, error) {
+	var current core.ModelSelection
+	if f.needsModel(cmd) {
+		read, err := cf.client().ReadSession(cmd.Context(), session)
+		if err != nil {
+			return api.SessionUpdateParams{}, err
+		}
+		current = read.Model
 	}
-	read, err := cf.client().ReadSession(cmd.Context(), session)
-	return read.Model, err
+	return f.changes(cmd, current)
 }
 
 func sessionCloseCommand() *cobra.Command {

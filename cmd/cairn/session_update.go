@@ -88,16 +88,7 @@ func sessionUpdateCommand() *cobra.Command {
 			"applies it only to that revision. The API kind of a session is fixed: a model of another kind needs a new session.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c := cf.client()
-			var current core.ModelSelection
-			if f.needsModel(cmd) {
-				read, err := c.ReadSession(cmd.Context(), args[0])
-				if err != nil {
-					return err
-				}
-				current = read.Model
-			}
-			p, err := f.changes(cmd, current)
+			p, err := changesFor(cmd, &cf, &f, args[0])
 			if err != nil {
 				return err
 			}
@@ -105,7 +96,7 @@ func sessionUpdateCommand() *cobra.Command {
 			if cmd.Flags().Changed("expected-revision") {
 				p.ExpectedRevision = &expected
 			}
-			res, err := c.UpdateSession(cmd.Context(), p)
+			res, err := cf.client().UpdateSession(cmd.Context(), p)
 			if err != nil {
 				return err
 			}
