@@ -9,12 +9,12 @@ import (
 	"github.com/cairn-agents/cairn/runtime"
 )
 
-// MethodSessionUpdate changes an idle session's configuration.
+// MethodSessionUpdate changes a session's configuration for its next runs.
 const MethodSessionUpdate = "session/update"
 
 func sessionUpdateRoutes() map[string]method {
 	return map[string]method{
-		MethodSessionUpdate: handler(call.updateSession).session("invalid_configuration", "active_work", "revision_conflict", "session_closed", "compaction_pending", "unknown_reference"),
+		MethodSessionUpdate: handler(call.updateSession).session("invalid_configuration", "revision_conflict", "session_closed", "compaction_pending", "unknown_reference"),
 	}
 }
 
@@ -23,7 +23,10 @@ func sessionUpdateRoutes() map[string]method {
 // tool stays defined while it is named; new client tools need a new
 // session). Instructions replaces the main instructions. A model must keep
 // the session's API kind. With ExpectedRevision the change applies only to
-// that configuration revision (session/read's configRevision).
+// that configuration revision (session/read's configRevision). An idle
+// session changes at once; one with an active or queued run changes at its
+// next idle boundary, before a queued run starts (a later update replaces
+// a waiting one).
 type SessionUpdateParams struct {
 	SessionID        string               `json:"sessionId"`
 	Model            *core.ModelSelection `json:"model,omitempty"`
@@ -34,10 +37,12 @@ type SessionUpdateParams struct {
 	ExpectedRevision *int64               `json:"expectedRevision,omitempty"`
 }
 
-// SessionUpdateResult is the configuration revision the change made.
+// SessionUpdateResult is the configuration revision the change makes;
+// Pending says it waits for the active run to end.
 type SessionUpdateResult struct {
 	SessionID      string `json:"sessionId"`
 	ConfigRevision int64  `json:"configRevision"`
+	Pending        bool   `json:"pending,omitempty"`
 }
 
 func (s call) updateSession(ctx context.Context, p SessionUpdateParams) (SessionUpdateResult, error) {
@@ -52,9 +57,10 @@ func (s call) updateSession(ctx context.Context, p SessionUpdateParams) (Session
 	}
 	var cfgJSON []byte
 	var revision int64
+	var busy bool
 	err := s.host.Inspect(ctx, p.SessionID, func(st *core.State) {
 		cfgJSON, _ = json.Marshal(st.Config) // plain data: cannot fail
-		revision = st.ConfigRevision
+		revision, busy = st.ConfigRevision, st.HasWork()
 	})
 	if err != nil {
 		return SessionUpdateResult{}, err
@@ -84,7 +90,8 @@ func (s call) updateSession(ctx context.Context, p SessionUpdateParams) (Session
 	if _, err := s.host.Submit(ctx, p.SessionID, core.ChangeConfig{AtMs: s.host.NowMs(), Config: cfg, Instructions: instr, ExpectedRevision: &expected}); err != nil {
 		return SessionUpdateResult{}, err
 	}
-	return SessionUpdateResult{SessionID: p.SessionID, ConfigRevision: expected + 1}, nil
+	// Busy as read: a run ending meanwhile makes the change apply at once.
+	return SessionUpdateResult{SessionID: p.SessionID, ConfigRevision: expected + 1, Pending: busy}, nil
 }
 
 // changes reports whether p names anything to change.

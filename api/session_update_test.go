@@ -3,6 +3,7 @@ package api_test
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/cairn-agents/cairn/api"
 	"github.com/cairn-agents/cairn/core"
@@ -73,11 +74,23 @@ func TestSessionUpdateChangesTheNextRunsConfiguration(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.model.waitArrived(t, e.model.calls()-1)
-	if _, err := e.c.UpdateSession(bg, api.SessionUpdateParams{SessionID: sid, Tools: &[]string{}}); !isKind(err, core.RejectActiveWork) {
-		t.Fatalf("an update while a run is active: %v", err)
+	// During a run the change waits for it to end.
+	busy, err := e.c.UpdateSession(bg, api.SessionUpdateParams{SessionID: sid, Model: &core.ModelSelection{ProviderID: "fake", Model: "fake-3"}})
+	if err != nil || !busy.Pending || busy.ConfigRevision != 3 {
+		t.Fatalf("an update while a run is active: %+v, %v", busy, err)
+	}
+	if r := e.read(t, sid); r.Model.Model != "fake-2" || r.ConfigRevision != 2 {
+		t.Fatalf("the update applied during the run: %+v", r)
 	}
 	e.model.releaseOne(t)
 	e.waitStatus(t, sid, held.RunID, core.StatusCompleted)
+	deadline := time.Now().Add(10 * time.Second)
+	for r := e.read(t, sid); r.Model.Model != "fake-3" || r.ConfigRevision != 3; r = e.read(t, sid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after the run the session reads %+v, want model fake-3 at revision 3", r)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // Fork and clone take session/update's changes: the clone is created with

@@ -182,14 +182,19 @@ func admitOpen(s *State, c OpenSession) (Admission, error) {
 	return Admission{Proposals: b.props}, nil
 }
 
+// mainInstructionsEntry is in as the session's main instructions entry.
+func mainInstructionsEntry(in EntryInput) EntryInput {
+	in.Kind, in.Key = EntryInstructions, InstructionKeyPrefix+"main"
+	return in
+}
+
 // mainInstructions applies in, when given, as the session's main
 // instructions (a keyed entry, so a new one replaces the old).
 func (b *batch) mainInstructions(in *EntryInput) error {
 	if in == nil {
 		return nil
 	}
-	e := *in
-	e.Kind, e.Key = EntryInstructions, InstructionKeyPrefix+"main"
+	e := mainInstructionsEntry(*in)
 	if err := validRef(e); err != nil {
 		return err
 	}
@@ -197,8 +202,14 @@ func (b *batch) mainInstructions(in *EntryInput) error {
 	return nil
 }
 
+// admitChangeConfig changes an idle session's config at once; a session
+// with an active or queued run gets it at its next idle boundary (see
+// planPendingConfig), a later request replacing an earlier one.
 func admitChangeConfig(s *State, c ChangeConfig) (Admission, error) {
-	if err := idleAndOpen(s); err != nil {
+	if s.Closed {
+		return Admission{}, reject(RejectSessionClosed, "session %s is closed", s.SessionID)
+	}
+	if err := compactionPending(s); err != nil {
 		return Admission{}, err
 	}
 	if want := c.ExpectedRevision; want != nil && *want != s.ConfigRevision {
@@ -213,6 +224,18 @@ func admitChangeConfig(s *State, c ChangeConfig) (Admission, error) {
 		return Admission{}, reject(RejectInvalidConfiguration, "a session's API kind is fixed (%s); use a new session", s.Config.Model.APIKind)
 	}
 	b := s.newBatch(c.AtMs)
+	if s.HasWork() {
+		var instr *EntryInput
+		if c.Instructions != nil {
+			e := mainInstructionsEntry(*c.Instructions)
+			if err := validRef(e); err != nil {
+				return Admission{}, err
+			}
+			instr = &e
+		}
+		b.add(KindSessionConfigChangeRequested, nil, SessionConfigChangeRequested{Config: cfg, Instructions: instr})
+		return Admission{Proposals: b.props}, nil
+	}
 	b.add(KindSessionConfigChanged, nil, SessionConfigChanged{Config: cfg})
 	if err := b.mainInstructions(c.Instructions); err != nil {
 		return Admission{}, err

@@ -44,6 +44,8 @@ type checkpointHead struct {
 	// LastSegments was added within version 2: an older checkpoint decodes
 	// without it, and the next request's segment list is stored whole.
 	LastSegments *content.ContentRef `json:"lastSegments,omitempty"`
+	// PendingConfig was added within version 2: absent means none.
+	PendingConfig *SessionConfigChangeRequested `json:"pendingConfig,omitempty"`
 }
 
 type runState struct {
@@ -112,7 +114,7 @@ func (s *State) checkpoint() checkpoint {
 		Config: s.Config, ConfigRevision: s.ConfigRevision, Revision: s.Revision,
 		NextEntry: s.nextEntry, Active: s.Active, Queue: s.Queue,
 		Compaction: s.Compaction, RunsSinceCompaction: s.runsSinceCompaction,
-		LastSegments: s.LastSegments,
+		LastSegments: s.LastSegments, PendingConfig: s.PendingConfig,
 	}, Entries: s.entries}
 	if cp.Entries == nil {
 		cp.Entries = []Entry{}
@@ -173,7 +175,7 @@ func (cp checkpoint) state() (*State, error) {
 	s.Config, s.ConfigRevision, s.Revision, s.nextEntry = cp.Config, cp.ConfigRevision, cp.Revision, cp.NextEntry
 	s.entries, s.Active, s.Queue = cp.Entries, cp.Active, cp.Queue
 	s.Compaction, s.runsSinceCompaction = cp.Compaction, cp.RunsSinceCompaction
-	s.LastSegments = cp.LastSegments
+	s.LastSegments, s.PendingConfig = cp.LastSegments, cp.PendingConfig
 	if len(s.Queue) == 0 {
 		s.Queue = nil
 	}

@@ -100,6 +100,15 @@ func goldenScenarioOn(t *testing.T, st *core.State) *harness {
 	h.mustAdmit(core.DecideApproval{AtMs: h.tick(), CallID: "call-8", Approve: true, Reason: "fine"})
 	h.mustAdmit(toolResult(h.tick(), h.expectTools(), "call-8", core.CallOK, "ticket 8: closed"))
 	h.answer("Ticket 8 is closed.")
+
+	// A config change asked for during a run applies once it has ended.
+	h.mustAdmit(core.StartRun{AtMs: h.tick(), RunID: "r8", Input: input("anything else?")})
+	changed := cfg
+	changed.Model.Model = "gpt-test-2"
+	instr := entryText(core.EntryInstructions, "", "answer in French")
+	h.mustAdmit(core.ChangeConfig{AtMs: h.tick(), Config: changed, Instructions: &instr})
+	h.answer("Rien d'autre.")
+	h.expectIdle()
 	h.mustAdmit(core.NoteWarning{AtMs: h.tick(), Source: "mcp:docs", Message: "the MCP server docs did not list its tools; the session keeps its last list"})
 	h.mustAdmit(core.CloseSession{AtMs: h.tick(), Reason: "done"})
 	return h
@@ -310,38 +319,39 @@ func readLog(t *testing.T, path string) []core.Event {
 
 // payloadTypes maps each kind to its v1 payload struct.
 var payloadTypes = map[string]any{
-	core.KindSessionOpened:             core.SessionOpened{},
-	core.KindSessionConfigChanged:      core.SessionConfigChanged{},
-	core.KindSessionClosed:             core.SessionClosed{},
-	core.KindSessionWarning:            core.SessionWarning{},
-	core.KindRunAccepted:               core.RunAccepted{},
-	core.KindRunStarted:                core.RunStarted{},
-	core.KindRunSteeringAccepted:       core.RunSteeringAccepted{},
-	core.KindRunCancelRequested:        core.RunCancelRequested{},
-	core.KindRunCompleted:              core.RunCompleted{},
-	core.KindRunFailed:                 core.RunFailed{},
-	core.KindRunCancelled:              core.RunCancelled{},
-	core.KindRunTranscriptionRequested: core.RunTranscriptionRequested{},
-	core.KindRunTranscriptionCompleted: core.RunTranscriptionCompleted{},
-	core.KindTurnStarted:               core.TurnStarted{},
-	core.KindTurnPlanned:               core.TurnPlanned{},
-	core.KindTurnGenerationRequested:   core.TurnGenerationRequested{},
-	core.KindTurnGenerationCompleted:   core.TurnGenerationCompleted{},
-	core.KindTurnCompleted:             core.TurnCompleted{},
-	core.KindToolBatchStarted:          core.ToolBatchStarted{},
-	core.KindToolCallStarted:           core.ToolCallStarted{},
-	core.KindToolCallCompleted:         core.ToolCallCompleted{},
-	core.KindToolBatchCompleted:        core.ToolBatchCompleted{},
-	core.KindToolCallAwaiting:          core.ToolCallAwaiting{},
-	core.KindToolApprovalRequested:     core.ToolApprovalRequested{},
-	core.KindToolApprovalDecided:       core.ToolApprovalDecided{},
-	core.KindContextEntriesApplied:     core.ContextEntriesApplied{},
-	core.KindContextEntriesRemoved:     core.ContextEntriesRemoved{},
-	core.KindContextKeysRemoved:        core.ContextKeysRemoved{},
-	core.KindContextCompacted:          core.ContextCompacted{},
-	core.KindCompactionRequested:       core.CompactionRequested{},
-	core.KindCompactionCompleted:       core.CompactionCompleted{},
-	core.KindCompactionFailed:          core.CompactionFailed{},
+	core.KindSessionOpened:                core.SessionOpened{},
+	core.KindSessionConfigChanged:         core.SessionConfigChanged{},
+	core.KindSessionClosed:                core.SessionClosed{},
+	core.KindSessionWarning:               core.SessionWarning{},
+	core.KindSessionConfigChangeRequested: core.SessionConfigChangeRequested{},
+	core.KindRunAccepted:                  core.RunAccepted{},
+	core.KindRunStarted:                   core.RunStarted{},
+	core.KindRunSteeringAccepted:          core.RunSteeringAccepted{},
+	core.KindRunCancelRequested:           core.RunCancelRequested{},
+	core.KindRunCompleted:                 core.RunCompleted{},
+	core.KindRunFailed:                    core.RunFailed{},
+	core.KindRunCancelled:                 core.RunCancelled{},
+	core.KindRunTranscriptionRequested:    core.RunTranscriptionRequested{},
+	core.KindRunTranscriptionCompleted:    core.RunTranscriptionCompleted{},
+	core.KindTurnStarted:                  core.TurnStarted{},
+	core.KindTurnPlanned:                  core.TurnPlanned{},
+	core.KindTurnGenerationRequested:      core.TurnGenerationRequested{},
+	core.KindTurnGenerationCompleted:      core.TurnGenerationCompleted{},
+	core.KindTurnCompleted:                core.TurnCompleted{},
+	core.KindToolBatchStarted:             core.ToolBatchStarted{},
+	core.KindToolCallStarted:              core.ToolCallStarted{},
+	core.KindToolCallCompleted:            core.ToolCallCompleted{},
+	core.KindToolBatchCompleted:           core.ToolBatchCompleted{},
+	core.KindToolCallAwaiting:             core.ToolCallAwaiting{},
+	core.KindToolApprovalRequested:        core.ToolApprovalRequested{},
+	core.KindToolApprovalDecided:          core.ToolApprovalDecided{},
+	core.KindContextEntriesApplied:        core.ContextEntriesApplied{},
+	core.KindContextEntriesRemoved:        core.ContextEntriesRemoved{},
+	core.KindContextKeysRemoved:           core.ContextKeysRemoved{},
+	core.KindContextCompacted:             core.ContextCompacted{},
+	core.KindCompactionRequested:          core.CompactionRequested{},
+	core.KindCompactionCompleted:          core.CompactionCompleted{},
+	core.KindCompactionFailed:             core.CompactionFailed{},
 }
 
 // Fixtures are read back without the code that wrote them: every one decodes
@@ -355,14 +365,14 @@ func TestGolden_FixturesDecodeAndApplyInOrder(t *testing.T) {
 			t.Fatalf("golden log: %v", err)
 		}
 	}
-	if !s.Closed || s.HasWork() || len(s.Runs()) != 7 {
+	if !s.Closed || s.HasWork() || len(s.Runs()) != 8 || s.Config.Model.Model != "gpt-test-2" || s.PendingConfig != nil {
 		t.Fatalf("golden log replays to %+v", s)
 	}
 	statuses := []string{}
 	for _, r := range s.Runs() {
 		statuses = append(statuses, r.Status)
 	}
-	requireKinds(t, statuses, core.StatusCompleted, core.StatusFailed, core.StatusCancelled, core.StatusCompleted, core.StatusFailed, core.StatusCompleted, core.StatusCompleted)
+	requireKinds(t, statuses, core.StatusCompleted, core.StatusFailed, core.StatusCancelled, core.StatusCompleted, core.StatusFailed, core.StatusCompleted, core.StatusCompleted, core.StatusCompleted)
 
 	files, err := filepath.Glob(filepath.Join(goldenDir, "*.json"))
 	if err != nil || len(files) == 0 {

@@ -11,6 +11,10 @@ const (
 	KindSessionOpened        = "session.opened"
 	KindSessionConfigChanged = "session.config_changed"
 	KindSessionClosed        = "session.closed"
+	// KindSessionConfigChangeRequested records a config change asked for
+	// while a run was active or queued; the planner applies it (as
+	// session.config_changed) at the next idle boundary.
+	KindSessionConfigChangeRequested = "session.config_change_requested"
 	// KindSessionWarning records something a person should know that
 	// changed nothing in the session: an MCP server that did not list its
 	// tools at the refresh boundary, so the session kept its last list.

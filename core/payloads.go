@@ -15,6 +15,14 @@ type SessionConfigChanged struct {
 	Config SessionConfig `json:"config"`
 }
 
+// SessionConfigChangeRequested is a config change waiting for the session
+// to be idle: its config and, when given, its main instructions (already a
+// complete instructions entry).
+type SessionConfigChangeRequested struct {
+	Config       SessionConfig `json:"config"`
+	Instructions *EntryInput   `json:"instructions,omitempty"`
+}
+
 type SessionClosed struct {
 	Reason string `json:"reason,omitempty"`
 }

@@ -15,6 +15,9 @@ func plan(s *State, at int64, fps **FingerprintMemo) Intent {
 	}
 	r := s.ActiveRun()
 	if r == nil {
+		if in, ok := planPendingConfig(s, at); ok {
+			return in
+		}
 		if len(s.Queue) > 0 {
 			b := s.newBatch(at)
 			b.add(KindRunStarted, runJoins(s.Queue[0]), RunStarted{RunID: s.Queue[0]})
@@ -119,4 +122,20 @@ func userMessages(items []InputItem) []EntryInput {
 
 func appendIntent(s *State, b *batch) Intent {
 	return Intent{Kind: IntentAppend, ExpectedHead: s.Head, Proposals: b.props}
+}
+
+// planPendingConfig applies a config change requested while the session
+// was busy, now that no run is active: before a queued run starts, so that
+// run and every later one use it.
+func planPendingConfig(s *State, at int64) (Intent, bool) {
+	p := s.PendingConfig
+	if p == nil {
+		return Intent{}, false
+	}
+	b := s.newBatch(at)
+	b.add(KindSessionConfigChanged, nil, SessionConfigChanged{Config: p.Config})
+	if p.Instructions != nil {
+		b.entries([]EntryInput{*p.Instructions}, SourceAPI, "", nil)
+	}
+	return appendIntent(s, b), true
 }

@@ -56,7 +56,16 @@ func (s *State) apply(ev Event) error {
 	}
 	switch ev.Kind {
 	case KindSessionWarning: // changes nothing
+	case KindSessionConfigChangeRequested:
+		p, err := decode[SessionConfigChangeRequested](ev)
+		if err != nil {
+			return err
+		}
+		s.PendingConfig = &p
 	case KindSessionOpened, KindSessionConfigChanged, KindSessionClosed:
+		if ev.Kind == KindSessionConfigChanged {
+			s.PendingConfig = nil // applied, or replaced by a change made idle
+		}
 		// They change only the summary's fields: one fold for both.
 		sum := s.Summary()
 		if err := sum.apply(ev); err != nil {

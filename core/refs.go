@@ -15,6 +15,8 @@ func payloadOf(kind string) any {
 		return new(SessionOpened)
 	case KindSessionConfigChanged:
 		return new(SessionConfigChanged)
+	case KindSessionConfigChangeRequested:
+		return new(SessionConfigChangeRequested)
 	case KindSessionClosed:
 		return new(SessionClosed)
 	case KindRunAccepted:

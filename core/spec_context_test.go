@@ -205,7 +205,6 @@ func TestSpec_ContextEditsRejectedWhileARunIsActiveOrQueued(t *testing.T) {
 	for _, cmd := range []core.Command{
 		core.AppendContext{AtMs: h.tick(), Entries: []core.EntryInput{entryText(core.EntryMessage, "", "m")}},
 		core.RemoveContext{AtMs: h.tick(), Keys: []string{"instructions.main"}},
-		core.ChangeConfig{AtMs: h.tick(), Config: testConfig("x")},
 		core.CloseSession{AtMs: h.tick()},
 	} {
 		h.rejection(cmd, core.RejectActiveWork)

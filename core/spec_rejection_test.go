@@ -48,7 +48,7 @@ func TestSpec_EveryRejectionLeavesStateUnchanged(t *testing.T) {
 		{"append during run", generating, core.AppendContext{Entries: msg}, core.RejectActiveWork},
 		{"remove during run", generating, core.RemoveContext{Keys: []string{"instructions.main"}}, core.RejectActiveWork},
 		{"close during run", generating, core.CloseSession{}, core.RejectActiveWork},
-		{"config during run", generating, core.ChangeConfig{Config: testConfig()}, core.RejectActiveWork},
+		{"config of another API kind during run", generating, core.ChangeConfig{Config: badCfg}, core.RejectInvalidConfiguration},
 		{"duplicate submission", generating, core.StartRun{RunID: "r2", SubmissionID: "sub", Input: input("other")}, core.RejectDuplicateSubmission},
 		{"reused run id", generating, core.StartRun{RunID: "r1", Input: input("other")}, core.RejectInvalidInput},
 		{"generation for wrong turn", generating, core.GenerationResult{RunID: "r1", Turn: 2}, core.RejectStaleResult},

@@ -33,6 +33,8 @@ type State struct {
 
 	// Compaction is the pending standalone compaction, if any.
 	Compaction *PendingCompaction
+	// PendingConfig is a config change waiting for the next idle boundary.
+	PendingConfig *SessionConfigChangeRequested
 	// runsSinceCompaction counts runs that took a turn since the last
 	// compaction ended; the threshold trigger waits for one.
 	runsSinceCompaction int

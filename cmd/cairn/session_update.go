@@ -82,8 +82,9 @@ func sessionUpdateCommand() *cobra.Command {
 	var expected int64
 	cmd := &cobra.Command{
 		Use:   "update SESSION [--model M] [--tool T]... [--instructions TEXT] [--provider-params JSON] [--compaction MODE]",
-		Short: "Change an idle session's model, tools, instructions, provider parameters or compaction for its next runs",
-		Long: "Change an idle session's model, tools, instructions, provider parameters or compaction for its next runs.\n" +
+		Short: "Change a session's model, tools, instructions, provider parameters or compaction for its next runs",
+		Long: "Change a session's model, tools, instructions, provider parameters or compaction for its next runs:\n" +
+			"at once when it is idle, else when its active run ends (before a queued run starts).\n" +
 			"The change is one config event with its own revision (session/read's configRevision); --expected-revision\n" +
 			"applies it only to that revision. The API kind of a session is fixed: a model of another kind needs a new session.",
 		Args: cobra.ExactArgs(1),
@@ -100,7 +101,11 @@ func sessionUpdateCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "session %s: configuration revision %d\n", res.SessionID, res.ConfigRevision)
+			when := ""
+			if res.Pending {
+				when = " (applies when the active run ends)"
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "session %s: configuration revision %d%s\n", res.SessionID, res.ConfigRevision, when)
 			return err
 		},
 	}

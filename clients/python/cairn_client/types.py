@@ -1214,8 +1214,9 @@ class SessionUpdateResult:
 
     session_id: str
     config_revision: int
+    pending: Optional[bool] = None
 
-    _wire = (("session_id", "sessionId"), ("config_revision", "configRevision"))
+    _wire = (("session_id", "sessionId"), ("config_revision", "configRevision"), ("pending", "pending"))
 
     def to_json(self) -> Dict[str, Any]:
         return {w: getattr(self, a) for a, w in self._wire if getattr(self, a) is not None}
@@ -1749,7 +1750,7 @@ class Methods:
         return SessionTranscriptReadResult.from_json(data)
 
     def session_update(self, params: Optional[SessionUpdateParams] = None) -> SessionUpdateResult:
-        """session/update. Errors: active_work, compaction_pending, history_incomplete, internal, invalid_configuration, invalid_params, not_found, response_too_large, revision_conflict, session_closed, unauthorized, unknown_reference."""
+        """session/update. Errors: compaction_pending, history_incomplete, internal, invalid_configuration, invalid_params, not_found, response_too_large, revision_conflict, session_closed, unauthorized, unknown_reference."""
         data = self.call("session/update", params.to_json() if params is not None else {})
         return SessionUpdateResult.from_json(data)
 

@@ -913,6 +913,7 @@ export interface SessionUpdateParams {
 export type SessionUpdateResult = {
   "sessionId": string;
   "configRevision": number;
+  "pending"?: boolean;
 };
 
 /** The params of storage/report. */
@@ -1194,7 +1195,7 @@ export interface Methods {
   "session/tools/pending": { params: SessionToolsPendingParams; result: SessionToolsPendingResult; errors: "history_incomplete" | "internal" | "invalid_params" | "not_found" | "response_too_large" | "unauthorized" };
   "session/tools/submit": { params: SessionToolsSubmitParams; result: SessionToolsSubmitResult; errors: "call_answered" | "history_incomplete" | "internal" | "invalid_input" | "invalid_params" | "missing_blob" | "not_found" | "response_too_large" | "unauthorized" | "unknown_call" };
   "session/transcript/read": { params: SessionTranscriptReadParams; result: SessionTranscriptReadResult; errors: "history_incomplete" | "internal" | "invalid_params" | "not_found" | "response_too_large" | "unauthorized" };
-  "session/update": { params: SessionUpdateParams; result: SessionUpdateResult; errors: "active_work" | "compaction_pending" | "history_incomplete" | "internal" | "invalid_configuration" | "invalid_params" | "not_found" | "response_too_large" | "revision_conflict" | "session_closed" | "unauthorized" | "unknown_reference" };
+  "session/update": { params: SessionUpdateParams; result: SessionUpdateResult; errors: "compaction_pending" | "history_incomplete" | "internal" | "invalid_configuration" | "invalid_params" | "not_found" | "response_too_large" | "revision_conflict" | "session_closed" | "unauthorized" | "unknown_reference" };
   "storage/report": { params: StorageReportParams; result: StorageReportResult; errors: "internal" | "invalid_params" | "not_found" | "response_too_large" | "unauthorized" | "unsupported" };
   "vfs/files/list": { params: VfsFilesListParams; result: VfsFilesListResult; errors: "internal" | "invalid_params" | "not_found" | "response_too_large" | "unauthorized" | "unsupported" };
   "vfs/files/read": { params: VfsFilesReadParams; result: VfsFilesReadResult; errors: "internal" | "invalid_params" | "limit_exceeded" | "not_found" | "response_too_large" | "unauthorized" | "unsupported" };
