@@ -399,11 +399,14 @@ func (s call) contextWindow(ctx context.Context, sessionID string) (int64, error
 		return 0, nil
 	}
 	var model core.ModelSelection
-	err := s.host.Inspect(ctx, sessionID, func(st *core.State) { model = st.Config.Model })
+	var params json.RawMessage
+	err := s.host.Inspect(ctx, sessionID, func(st *core.State) {
+		model, params = st.Config.Model, slices.Clone(st.Config.ProviderParams)
+	})
 	if err != nil {
 		return 0, err
 	}
-	return s.window(model), nil
+	return s.window(model, params), nil
 }
 
 func (s call) readRun(ctx context.Context, p RunParams) (RunReadResult, error) {

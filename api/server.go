@@ -114,7 +114,7 @@ type Server struct {
 	tools        []string
 	mcpServers   []string
 	provider     func(providerID, apiKind string) error
-	window       func(core.ModelSelection) int64
+	window       func(core.ModelSelection, json.RawMessage) int64
 	maxBodyBytes int64
 	maxResponse  int64
 	log          *slog.Logger
@@ -166,10 +166,11 @@ type ServerOptions struct {
 	// does not know or one that does not speak the API kind; nil accepts any.
 	// A missing key is not its business: credentials may arrive later.
 	CheckProvider func(providerID, apiKind string) error
-	// ContextWindow is a model's context window in tokens (0: unknown); a
-	// run that cannot fit it is refused at admission, or compacts first
+	// ContextWindow is a session's model's context window in tokens, given
+	// its model and provider parameters (0: unknown); a run that cannot fit
+	// it is refused at admission, or compacts first
 	// (core.StartRun.ContextWindow). nil refuses nothing.
-	ContextWindow func(core.ModelSelection) int64
+	ContextWindow func(model core.ModelSelection, providerParams json.RawMessage) int64
 }
 
 // NewServer returns a server for one host, without authentication.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -171,8 +172,8 @@ func serve(ctx context.Context, cmd *cobra.Command, o serveOptions) error {
 	rpcOpts := api.ServerOptions{APIKinds: apiKinds, ValidateParams: validateParams, Logger: logger, RetentionGrace: o.gc.grace,
 		AllowedHosts: append(listenHosts(o.listen, ln.Addr()), o.allowHosts...), AllowedOrigins: o.allowOrigins,
 		MaxResponseBytes: o.maxResponseBytes,
-		ContextWindow: func(m core.ModelSelection) int64 {
-			return endpoint.ContextWindow(hostOpts.resolver, m.ProviderID, m.Model)
+		ContextWindow: func(m core.ModelSelection, params json.RawMessage) int64 {
+			return contextWindow(hostOpts.resolver, m, params)
 		}}
 	if o.temporal.address == "" {
 		// This process runs the sessions, so it knows their tools and

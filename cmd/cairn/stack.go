@@ -156,3 +156,12 @@ func (s *stack) close() {
 	s.store.Close()
 	s.unlock()
 }
+
+// contextWindow is a session's model's window: its providerParams'
+// contextWindow, else its provider record's, else the built-in table's.
+func contextWindow(r endpoint.Resolver, m core.ModelSelection, params json.RawMessage) int64 {
+	if n := provider.ParamsContextWindow(params); n > 0 {
+		return n
+	}
+	return endpoint.ContextWindow(r, m.ProviderID, m.Model)
+}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/cairn-agents/cairn/provider"
 	"github.com/cairn-agents/cairn/provider/rawjson"
 )
 
@@ -27,6 +28,8 @@ const ParamsVersion = 1
 //	 "serviceTier": "auto" | "standard_only",        service_tier
 //	 "stream": false,                                read answers whole (default: stream
 //	                                                 when the endpoint does)
+//	 "contextWindow": 200000,                        the window in tokens, for run admission;
+//	                                                 never sent
 //	 "extra": {"metadata": {"user_id": "u-1"}, …}}   request members passed verbatim
 //
 // Unknown members, duplicate members and wrong types are rejected. With
@@ -173,6 +176,10 @@ func parseParams(raw []byte) (params, error) {
 				return bad("serviceTier", `must be "auto" or "standard_only"`)
 			}
 			p.serviceTier = s
+		case provider.ContextWindowParam:
+			if _, err := provider.ParseContextWindow(m.Value); err != nil {
+				return bad(m.Name, err.Error())
+			}
 		case "stream":
 			switch string(m.Value) {
 			case "true", "false":
@@ -195,7 +202,7 @@ func parseParams(raw []byte) (params, error) {
 			}
 			p.extra = xs
 		default:
-			return bad(m.Name, "unknown parameter (known: version, maxTokens, temperature, topP, topK, thinking, cacheTtl, serviceTier, stream, extra)")
+			return bad(m.Name, "unknown parameter (known: version, maxTokens, temperature, topP, topK, thinking, cacheTtl, serviceTier, stream, contextWindow, extra)")
 		}
 	}
 	if !seenVersion {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/cairn-agents/cairn/provider"
 	"github.com/cairn-agents/cairn/provider/rawjson"
 )
 
@@ -13,8 +14,9 @@ const ParamsVersion = 1
 
 // Parameter object (the session config's providerParams for this API kind):
 //
-//	{"version": 1,        required
-//	 "stream": false}     read answers whole (default: stream when the endpoint does)
+//	{"version": 1,             required
+//	 "stream": false,          read answers whole (default: stream when the endpoint does)
+//	 "contextWindow": 32768}   the model's window in tokens, for run admission; never sent
 //
 // Unknown members, duplicates and wrong types are rejected.
 
@@ -74,8 +76,12 @@ func parseParams(raw []byte) (params, error) {
 			default:
 				return params{}, &ParamsError{Field: "stream", Reason: "must be true or false"}
 			}
+		case provider.ContextWindowParam:
+			if _, err := provider.ParseContextWindow(m.Value); err != nil {
+				return params{}, &ParamsError{Field: m.Name, Reason: err.Error()}
+			}
 		default:
-			return params{}, &ParamsError{Field: m.Name, Reason: "unknown parameter (known: version, stream)"}
+			return params{}, &ParamsError{Field: m.Name, Reason: "unknown parameter (known: version, stream, contextWindow)"}
 		}
 	}
 	if !version {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cairn-agents/cairn/provider"
 	"github.com/cairn-agents/cairn/provider/rawjson"
 )
 
@@ -102,6 +103,7 @@ type params struct {
 //	 "parallelToolCalls": bool,
 //	 "include":          [string] (replaces the default ["reasoning.encrypted_content"]),
 //	 "stream":           bool (false: read answers whole; default: stream when the endpoint does),
+//	 "contextWindow":    integer ≥ 1 (the model's window in tokens, for run admission; never sent),
 //	 "extra":            {request fields merged into the body verbatim}}
 //
 // Every field but version is optional, and null means unset. Unknown fields
@@ -173,6 +175,10 @@ func parseParams(raw []byte) (params, error) {
 				return p, err
 			}
 			p.store = b
+		case provider.ContextWindowParam:
+			if _, err := provider.ParseContextWindow(m.Value); err != nil {
+				return p, &ParamsError{Field: m.Name, Reason: err.Error()}
+			}
 		case "stream":
 			b, err := boolean(m.Value, "stream")
 			if err != nil {
@@ -198,7 +204,7 @@ func parseParams(raw []byte) (params, error) {
 			}
 			p.extra = extra
 		default:
-			return p, &ParamsError{Field: m.Name, Reason: "unknown field (known: version, temperature, topP, maxOutputTokens, reasoning, serviceTier, store, parallelToolCalls, include, extra)"}
+			return p, &ParamsError{Field: m.Name, Reason: "unknown field (known: version, temperature, topP, maxOutputTokens, reasoning, serviceTier, store, parallelToolCalls, include, stream, contextWindow, extra)"}
 		}
 	}
 	if !version {
