@@ -245,6 +245,10 @@ func (o chatOptions) refuseNewSessionFlags(cmd *cobra.Command) error {
 	if len(given) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%s configure a new session; --session %s continues one with its own configuration: drop them, change the session with cairn session update, or start a new session without --session",
-		strings.Join(given, ", "), o.session)
+	verb, them := "configure", "them"
+	if len(given) == 1 {
+		verb, them = "configures", "it"
+	}
+	return fmt.Errorf("%s %s a new session; --session %s continues one with its own configuration: drop %s, change the session with cairn session update, or start a new session without --session",
+		strings.Join(given, ", "), verb, o.session, them)
 }

@@ -50,3 +50,11 @@ func TestChatRefusesNewSessionFlagsWithSession(t *testing.T) {
 		t.Fatalf("chat --session with --model and --tool: %v", err)
 	}
 }
+
+func TestChatRefusesOneNewSessionFlagInTheSingular(t *testing.T) {
+	s := startVFSServer(t)
+	_, err := s.cairn(t, "chat", "--session", "s1", "--model", "gpt-5", "hello")
+	if err == nil || !strings.Contains(err.Error(), "--model configures a new session") || !strings.Contains(err.Error(), "drop it") {
+		t.Fatalf("chat --session with --model: %v", err)
+	}
+}
