@@ -37,9 +37,9 @@ type Universe struct {
 type Stats struct {
 	UniversesScanned int `json:"universesScanned"`
 	// BlobsStored is how many blobs the universes scanned held when the
-	// pass began (as storage/report counts them); the pass examines only
-	// those touched before the grace (RowsScanned).
-	BlobsStored    int64 `json:"blobsStored"`
+	// pass began (as storage/report counts them), with Options.CountStored;
+	// the pass examines only those touched before the grace (RowsScanned).
+	BlobsStored    int64 `json:"blobsStored,omitempty"`
 	RowsScanned    int64 `json:"rowsScanned"`
 	Candidates     int64 `json:"candidates"`
 	CandidateBytes int64 `json:"candidateBytes"` // the candidates' sizes
@@ -91,6 +91,10 @@ type Options struct {
 	Grace time.Duration
 	// DryRun counts what would be deleted without deleting or moving cursors.
 	DryRun bool
+	// CountStored fills Stats.BlobsStored, a count of every blob of each
+	// universe scanned: for a person's summary (cairn gc), not for the
+	// background passes, where it would be a full count each time.
+	CountStored bool
 }
 
 // constants are the pinned blobs, never collected.
@@ -169,7 +173,7 @@ func (c *Collector) Collect(ctx context.Context, opt Options) (Stats, error) {
 		st.UniversesScanned++
 		if counted, ok := u.Store.(interface {
 			Usage(context.Context) (blob.Usage, error)
-		}); ok {
+		}); ok && opt.CountStored {
 			if use, err := counted.Usage(ctx); err == nil {
 				st.BlobsStored += use.Blobs
 			}

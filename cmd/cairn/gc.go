@@ -30,7 +30,7 @@ func gcCommand() *cobra.Command {
 			if grace < 0 {
 				return fmt.Errorf("--grace must not be negative")
 			}
-			opt := retention.Options{Grace: grace, DryRun: dryRun}
+			opt := retention.Options{Grace: grace, DryRun: dryRun, CountStored: true}
 			st, err := runGC(cmd.Context(), o, opt)
 			if err != nil {
 				return err

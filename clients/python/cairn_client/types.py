@@ -177,7 +177,6 @@ class RetentionCollectResult:
     """The result of retention/collect."""
 
     universes_scanned: int
-    blobs_stored: int
     rows_scanned: int
     candidates: int
     candidate_bytes: int
@@ -187,8 +186,9 @@ class RetentionCollectResult:
     object_errors: int
     holder_conflicts: int
     leader_busy: bool
+    blobs_stored: Optional[int] = None
 
-    _wire = (("universes_scanned", "universesScanned"), ("blobs_stored", "blobsStored"), ("rows_scanned", "rowsScanned"), ("candidates", "candidates"), ("candidate_bytes", "candidateBytes"), ("rows_deleted", "rowsDeleted"), ("bytes_freed", "bytesFreed"), ("objects_deleted", "objectsDeleted"), ("object_errors", "objectErrors"), ("holder_conflicts", "holderConflicts"), ("leader_busy", "leaderBusy"))
+    _wire = (("universes_scanned", "universesScanned"), ("rows_scanned", "rowsScanned"), ("candidates", "candidates"), ("candidate_bytes", "candidateBytes"), ("rows_deleted", "rowsDeleted"), ("bytes_freed", "bytesFreed"), ("objects_deleted", "objectsDeleted"), ("object_errors", "objectErrors"), ("holder_conflicts", "holderConflicts"), ("leader_busy", "leaderBusy"), ("blobs_stored", "blobsStored"))
 
     def to_json(self) -> Dict[str, Any]:
         return {w: getattr(self, a) for a, w in self._wire if getattr(self, a) is not None}

@@ -99,7 +99,7 @@ export interface RetentionCollectParams {
 /** The result of retention/collect. */
 export type RetentionCollectResult = {
   "universesScanned": number;
-  "blobsStored": number;
+  "blobsStored"?: number;
   "rowsScanned": number;
   "candidates": number;
   "candidateBytes": number;
