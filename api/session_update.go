@@ -57,10 +57,9 @@ func (s call) updateSession(ctx context.Context, p SessionUpdateParams) (Session
 	}
 	var cfgJSON []byte
 	var revision int64
-	var busy bool
 	err := s.host.Inspect(ctx, p.SessionID, func(st *core.State) {
 		cfgJSON, _ = json.Marshal(st.Config) // plain data: cannot fail
-		revision, busy = st.ConfigRevision, st.HasWork()
+		revision = st.ConfigRevision
 	})
 	if err != nil {
 		return SessionUpdateResult{}, err
@@ -87,11 +86,11 @@ func (s call) updateSession(ctx context.Context, p SessionUpdateParams) (Session
 	if p.ExpectedRevision != nil {
 		expected = *p.ExpectedRevision
 	}
-	if _, err := s.host.Submit(ctx, p.SessionID, core.ChangeConfig{AtMs: s.host.NowMs(), Config: cfg, Instructions: instr, ExpectedRevision: &expected}); err != nil {
+	adm, err := s.host.Submit(ctx, p.SessionID, core.ChangeConfig{AtMs: s.host.NowMs(), Config: cfg, Instructions: instr, ExpectedRevision: &expected})
+	if err != nil {
 		return SessionUpdateResult{}, err
 	}
-	// Busy as read: a run ending meanwhile makes the change apply at once.
-	return SessionUpdateResult{SessionID: p.SessionID, ConfigRevision: expected + 1, Pending: busy}, nil
+	return SessionUpdateResult{SessionID: p.SessionID, ConfigRevision: expected + 1, Pending: adm.ConfigPending}, nil
 }
 
 // changes reports whether p names anything to change.

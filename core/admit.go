@@ -19,7 +19,10 @@ type Admission struct {
 	// Duplicate is set when a retried submission matched an earlier one; it
 	// proposes nothing.
 	Duplicate bool
-	Proposals []Proposal
+	// ConfigPending is set when a config change waits for the next idle
+	// boundary (the session was busy).
+	ConfigPending bool
+	Proposals     []Proposal
 }
 
 // Admit decides a command against the state. It is pure: a rejection returns
@@ -234,7 +237,7 @@ func admitChangeConfig(s *State, c ChangeConfig) (Admission, error) {
 			instr = &e
 		}
 		b.add(KindSessionConfigChangeRequested, nil, SessionConfigChangeRequested{Config: cfg, Instructions: instr})
-		return Admission{Proposals: b.props}, nil
+		return Admission{Proposals: b.props, ConfigPending: true}, nil
 	}
 	b.add(KindSessionConfigChanged, nil, SessionConfigChanged{Config: cfg})
 	if err := b.mainInstructions(c.Instructions); err != nil {

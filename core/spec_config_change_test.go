@@ -18,7 +18,9 @@ func TestSpec_ConfigChangeDuringARunAppliesAtTheNextIdleBoundary(t *testing.T) {
 
 	first := testConfig("a")
 	first.Model.Model = "first"
-	h.mustAdmit(core.ChangeConfig{AtMs: h.tick(), Config: first})
+	if a := h.mustAdmit(core.ChangeConfig{AtMs: h.tick(), Config: first}); !a.ConfigPending {
+		t.Fatalf("a change during a run was admitted %+v, want it pending", a)
+	}
 	second := testConfig("a")
 	second.Model.Model = "second"
 	instr := entryText(core.EntryInstructions, "", "be terse")

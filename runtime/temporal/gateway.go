@@ -72,7 +72,7 @@ func (g *Gateway) Submit(ctx context.Context, sessionID string, cmd core.Command
 	if err != nil {
 		return core.Admission{}, err
 	}
-	return core.Admission{RunID: res.RunID, Status: res.Status, Duplicate: res.Duplicate, Revision: res.Revision, EntryIDs: res.EntryIDs}, nil
+	return core.Admission{RunID: res.RunID, Status: res.Status, Duplicate: res.Duplicate, Revision: res.Revision, EntryIDs: res.EntryIDs, ConfigPending: res.ConfigPending}, nil
 }
 
 func (g *Gateway) update(ctx context.Context, sessionID string, cmd core.Command) (SubmitResult, error) {

@@ -132,6 +132,8 @@ type SubmitResult struct {
 	Duplicate bool     `json:"duplicate,omitempty"`
 	Revision  int64    `json:"revision,omitempty"`
 	EntryIDs  []string `json:"entryIds,omitempty"`
+	// ConfigPending: a config change waits for the next idle boundary.
+	ConfigPending bool `json:"configPending,omitempty"`
 }
 
 // Status is what the status query answers, from the workflow's state.

@@ -462,7 +462,7 @@ func (s *session) admitOnce(ctx workflow.Context, c core.Command) (SubmitResult,
 		return SubmitResult{}, rejectionError(err)
 	}
 	s.dirty = true
-	return SubmitResult{RunID: adm.RunID, Status: adm.Status, Duplicate: adm.Duplicate, Revision: adm.Revision, EntryIDs: adm.EntryIDs}, nil
+	return SubmitResult{RunID: adm.RunID, Status: adm.Status, Duplicate: adm.Duplicate, Revision: adm.Revision, EntryIDs: adm.EntryIDs, ConfigPending: adm.ConfigPending}, nil
 }
 
 // isAppendConflict reports an append refused because the log had moved on.
