@@ -75,13 +75,19 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 		return fmt.Errorf("calling %s: %w", method, err)
 	}
 	defer resp.Body.Close()
+	return decodeResponse(resp, method, result)
+}
+
+// decodeResponse reads a JSON-RPC response body into result, or returns
+// its error (*Error).
+func decodeResponse(resp *http.Response, what string, result any) error {
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return fmt.Errorf("reading %s response: %w", method, err)
+		return fmt.Errorf("reading %s response: %w", what, err)
 	}
 	var out Response
 	if err := json.Unmarshal(data, &out); err != nil {
-		return fmt.Errorf("%s: HTTP %d with a body that is not a JSON-RPC response", method, resp.StatusCode)
+		return fmt.Errorf("%s: HTTP %d with a body that is not a JSON-RPC response", what, resp.StatusCode)
 	}
 	if out.Error != nil {
 		return out.Error

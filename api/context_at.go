@@ -40,6 +40,17 @@ func (s call) checkpoints() store.Checkpoints {
 	return nil
 }
 
+// anyCheckpoints is the host's checkpoints, or its store's: a host that
+// does not offer its checkpoints (the Temporal gateway) still keeps them
+// in its store.
+func (s call) anyCheckpoints() store.Checkpoints {
+	if cps := s.checkpoints(); cps != nil {
+		return cps
+	}
+	cps, _ := s.host.Log().(store.Checkpoints)
+	return cps
+}
+
 // readContextAt replays to atSeq from the nearest checkpoint at or below it.
 func (s call) readContextAt(ctx context.Context, p ContextReadParams, atSeq int64) (ContextReadResult, error) {
 	st, err := runtime.StateAt(ctx, s.host.Log(), s.checkpoints(), s.host.Blobs(), p.SessionID, atSeq)

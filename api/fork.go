@@ -157,12 +157,7 @@ func (s call) forkSession(ctx context.Context, p SessionForkParams) (SessionFork
 // the largest seq below that none spans. By default a final session.closed
 // is left out too, so the fork of a closed session can go on.
 func (s call) forkPoint(ctx context.Context, sessionID string, atSeq int64, explicit bool) (*core.State, error) {
-	// A host that does not offer its checkpoints (the Temporal gateway)
-	// still keeps them in its store.
-	cps := s.checkpoints()
-	if cps == nil {
-		cps, _ = s.host.Log().(store.Checkpoints)
-	}
+	cps := s.anyCheckpoints()
 	st, err := runtime.StateAt(ctx, s.host.Log(), cps, s.host.Blobs(), sessionID, atSeq)
 	if err != nil {
 		return nil, err

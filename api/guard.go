@@ -102,9 +102,13 @@ func (g guard) wrap(next http.Handler) http.Handler {
 
 // isJSON reports whether a Content-Type header is application/json, with
 // any parameters (charset=utf-8).
-func isJSON(contentType string) bool {
+func isJSON(contentType string) bool { return sameMediaType(contentType, "application/json") }
+
+// sameMediaType reports whether a Content-Type header names mediaType,
+// with any parameters.
+func sameMediaType(contentType, mediaType string) bool {
 	mt, _, err := mime.ParseMediaType(contentType)
-	return err == nil && mt == "application/json"
+	return err == nil && mt == mediaType
 }
 
 func writeRefusal(w http.ResponseWriter, status int, kind, msg string) {

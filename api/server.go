@@ -16,6 +16,7 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/cairn-agents/cairn/archive"
 	"github.com/cairn-agents/cairn/blob"
 	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/retention"
@@ -199,11 +200,14 @@ func NewServerFor(hosts Hosts, opt ServerOptions) *Server {
 	return s
 }
 
-// Handler returns the HTTP handler: POST /rpc, behind Protect.
+// Handler returns the HTTP handler: POST /rpc, the session stream, export
+// and import, behind Protect.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /rpc", s.serveRPC)
 	mux.HandleFunc("GET "+StreamPath, s.serveStream)
+	mux.HandleFunc("POST "+ExportPath, s.serveExport)
+	mux.HandleFunc("POST "+ImportPath, s.serveImport)
 	return s.Protect(mux)
 }
 
@@ -384,9 +388,12 @@ func (s *Server) toRPCError(method string, err error) *Error {
 	var rej *core.Rejection
 	var missing *blob.MissingError
 	var notFound *blob.NotFoundError
+	var refused *archive.Error
 	switch {
 	case errors.As(err, &rpcErr):
 		return rpcErr
+	case errors.As(err, &refused):
+		return newError(CodeDomain, refused.Kind, refused.Error())
 	case errors.As(err, &rej):
 		e := newError(CodeDomain, rej.Kind, rej.Message)
 		e.Data.Expected, e.Data.Actual = rej.Expected, rej.Actual

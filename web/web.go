@@ -160,12 +160,15 @@ func Handler() http.Handler {
 	return s
 }
 
-// WithAPI routes /rpc to the API handler and every other path to the
+// WithAPI routes /rpc, the session stream and the archive endpoints to the
+// API handler and every other path to the
 // inspector, so one listener serves both.
 func WithAPI(rpc http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/rpc", rpc)
 	mux.Handle("GET /sessions/{id}/stream", rpc) // the API's Server-Sent Events
+	mux.Handle("POST /export", rpc)              // archives (cairn export, cairn import)
+	mux.Handle("POST /import", rpc)
 	mux.Handle("/", Handler())
 	return mux
 }

@@ -28,7 +28,7 @@ func rootCommand() *cobra.Command {
 		SilenceErrors: true,
 		Version:       readBuildInfo().String(), // --version
 	}
-	root.AddCommand(versionCommand(), cancelCommand(), steerCommand(), runCommand(), serveCommand(), workerCommand(), migrateCommand(), universeCommand(), chatCommand(), demoCommand(), sessionsCommand(), sessionCommand(), eventsCommand(), contextCommand(), vfsCommand(), transcriptCommand(), cacheCommand(), gcCommand(), storageCommand(), toolsCommand(), approvalsCommand(), mcpCommand())
+	root.AddCommand(versionCommand(), cancelCommand(), steerCommand(), runCommand(), serveCommand(), workerCommand(), migrateCommand(), universeCommand(), chatCommand(), demoCommand(), exportCommand(), importCommand(), sessionsCommand(), sessionCommand(), eventsCommand(), contextCommand(), vfsCommand(), transcriptCommand(), cacheCommand(), gcCommand(), storageCommand(), toolsCommand(), approvalsCommand(), mcpCommand())
 	return root
 }
 

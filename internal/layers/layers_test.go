@@ -45,6 +45,9 @@ var table = []row{
 	// zstd: SQLite, unlike PostgreSQL, does not compress stored values.
 	{pkgs: []string{"store/sqlite"}, may: []string{"core", "blob", "content", "store", "objstore"}, external: []string{"modernc.org/sqlite", "github.com/klauspost/compress/zstd"}},
 	{pkgs: []string{"store/postgres"}, may: []string{"core", "blob", "content", "store", "objstore"}, external: []string{"github.com/jackc/pgx/"}},
+	// Not in DESIGN.md's table: the session archive (issue 23), a format
+	// over events and blobs that export and import read and write.
+	{pkgs: []string{"archive"}, may: []string{"core", "content", "store"}, external: []string{"github.com/klauspost/compress/zstd"}},
 	{pkgs: []string{"provider/..."}, may: []string{"core", "blob", "content"}},
 	{pkgs: []string{"vfs"}, may: []string{"blob", "content"}, external: []string{"github.com/go-git/go-git/"}},
 	{pkgs: []string{"assembly"}, may: []string{"vfs", "blob"}, external: []string{"go.yaml.in/yaml/"}},
@@ -63,7 +66,7 @@ var table = []row{
 	// retention beyond DESIGN.md's list: the admin methods (storage
 	// report, collection) call the collector. jsonschema-go infers the
 	// methods' schemas for the OpenRPC document from their Go types.
-	{pkgs: []string{"api"}, may: []string{"view", "runtime", "retention"}, external: []string{"github.com/go-json-experiment/json", "github.com/santhosh-tekuri/jsonschema/", "github.com/google/jsonschema-go/"}},
+	{pkgs: []string{"api"}, may: []string{"view", "runtime", "retention", "archive"}, external: []string{"github.com/go-json-experiment/json", "github.com/santhosh-tekuri/jsonschema/", "github.com/google/jsonschema-go/"}},
 	{pkgs: []string{"web"}},
 	// Not in DESIGN.md's table: the Prometheus surface (issue 21), a
 	// runtime.Observer that the binary hands both hosts.
