@@ -1,0 +1,210 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/cairn-agents/cairn/api"
+	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/internal/testenv"
+)
+
+// sessionView is a session as the API shows it, for comparing it before and
+// after a move.
+type sessionView struct {
+	Read    api.SessionReadResult
+	Tools   []string
+	Events  []api.EventView
+	Context api.ContextReadResult
+	Runs    []api.RunReadResult
+}
+
+func viewSession(t *testing.T, c *api.Client, sid string) sessionView {
+	t.Helper()
+	ctx := context.Background()
+	read, err := c.ReadSession(ctx, sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cx, err := c.ReadContext(ctx, sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := sessionView{Read: read, Tools: read.Tools, Events: allEvents(t, c, sid), Context: cx}
+	runs, err := c.ListRuns(ctx, api.RunsListParams{SessionID: sid, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range runs.Runs {
+		got, err := c.ReadRun(ctx, sid, r.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v.Runs = append(v.Runs, got)
+	}
+	return v
+}
+
+// sameSession fails unless the session reads the same on both servers:
+// head, revisions, model, tools, links, every event byte for byte at its
+// seq, the context entries with their ids and refs, every run's output.
+func sameSession(t *testing.T, what string, a, b *api.Client, sid string) {
+	t.Helper()
+	before, after := viewSession(t, a, sid), viewSession(t, b, sid)
+	if !reflect.DeepEqual(before, after) {
+		t.Fatalf("%s: session %s reads otherwise after the move:\nbefore %s\nafter  %s", what, sid, mustJSON(t, before), mustJSON(t, after))
+	}
+}
+
+// requestAfter fails unless the request made after a move starts with the
+// bytes of the last one before it: the same messages, then more, and every
+// other field (model, tools, cache key) the same.
+func requestAfter(t *testing.T, what string, last, next []byte) {
+	t.Helper()
+	if !bytes.HasPrefix(messagesPrefix(t, next), messagesPrefix(t, last)) {
+		t.Fatalf("%s: the first request after the move does not start with the last one before it\nbefore %s\nafter  %s", what, last, next)
+	}
+	var a, b map[string]json.RawMessage
+	if err := json.Unmarshal(last, &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(next, &b); err != nil {
+		t.Fatal(err)
+	}
+	delete(a, "messages")
+	delete(b, "messages")
+	if !reflect.DeepEqual(a, b) {
+		t.Fatalf("%s: the request's other fields changed: %s vs %s", what, mustJSON(t, a), mustJSON(t, b))
+	}
+}
+
+// A session with tool calls and a linked workspace moves from the embedded
+// store to a hosted server (PostgreSQL + S3), from there back to an
+// embedded one, and from one embedded store to another, with the CLI a
+// user types; each time it reads the same and its next request to the
+// provider starts with the bytes of the last one before the move.
+func TestE2E_SessionsMoveBetweenEmbeddedAndHosted(t *testing.T) {
+	pg := testenv.PostgresURL(t)
+	s3 := testenv.S3Server(t)
+	fake := newFakeChat(t, fakeKey)
+	fake.script(
+		fakeStep{body: toolCallResponse("chatcmpl-1", "call_1", "vfs_read_file", `{"path":"/work/notes.md"}`)},
+		fakeStep{body: textResponse("chatcmpl-2", "Acorn 2.0 adds sync.")},
+		fakeStep{body: textResponse("chatcmpl-3", "Acorn 2.0: sync.")},
+		fakeStep{body: textResponse("chatcmpl-4", "Moved to hosted.")},
+		fakeStep{body: textResponse("chatcmpl-5", "Back on the embedded store.")},
+		fakeStep{body: textResponse("chatcmpl-6", "Another embedded store.")},
+	)
+	dir := t.TempDir()
+	cfg := writeProviderConfig(t, dir, fake)
+	ctx := context.Background()
+
+	// The embedded server, with a workspace imported from a directory.
+	embedded := startServe(t, filepath.Join(dir, "one"), cfg, fakeKey)
+	docs := filepath.Join(dir, "docs")
+	if err := os.MkdirAll(docs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(docs, "notes.md"), bytes.Repeat([]byte("Acorn 2.0 adds sync.\n"), 5000), 0o644); err != nil {
+		t.Fatal(err) // over 64 KiB: the hosted store keeps it in S3
+	}
+	if out, err := runCairn(t, nil, "vfs", "import", docs, "--workspace", "docs", "--addr", embedded.addr); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	c := embedded.client()
+	created, err := c.CreateSession(ctx, api.CreateSessionParams{SessionID: "acorn", Model: fakeModel(), Instructions: "Be brief.",
+		Tools: []string{"vfs_read_file"}, Links: []api.LinkParam{{Mount: "/work", Workspace: "docs"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := created.SessionID
+	for _, msg := range []string{"What is new in Acorn?", "Shorter."} {
+		if out, err := runCairn(t, nil, "chat", "--addr", embedded.addr, "--session", sid, msg); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+	}
+	if n := len(fake.bodies()); n != 3 {
+		t.Fatalf("%d requests before the move", n)
+	}
+	first := filepath.Join(dir, "acorn.cairn")
+	if out, err := runCairn(t, nil, "export", "--addr", embedded.addr, "--out", first, "--session", sid); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+
+	// To the hosted server.
+	env := []string{"CAIRN_POSTGRES=" + pg}
+	if _, err := runCairn(t, env, "migrate"); err != nil {
+		t.Fatal(err)
+	}
+	key := createUniverse(t, env, "acme")
+	hosted := startServeWith(t, []string{"--config", cfg, "--s3-endpoint", s3.Endpoint, "--s3-bucket", s3.Bucket, "--s3-prefix", s3.Prefix},
+		append(env, "FAKE_CHAT_KEY="+fakeKey, "AWS_ACCESS_KEY_ID="+s3.AccessKey, "AWS_SECRET_ACCESS_KEY="+s3.SecretKey)...)
+	keyed := []string{"CAIRN_API_KEY=" + key}
+	out, err := runCairn(t, keyed, "import", first, "--json", "--addr", hosted.addr)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var res api.ImportResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("import --json: %v\n%s", err, out)
+	}
+	if len(res.Sessions) != 1 || res.Sessions[0].From != sid || res.Sessions[0].To != sid || len(res.Workspaces) != 1 || res.Blobs == 0 || res.Skipped != 0 {
+		t.Fatalf("import = %s", out)
+	}
+	h := hosted.client().WithAPIKey(key)
+	sameSession(t, "embedded → hosted", c, h, sid)
+	before := fake.bodies()[2]
+	if out, err := runCairn(t, keyed, "chat", "--addr", hosted.addr, "--session", sid, "Now on the hosted stack?"); err != nil || !strings.Contains(out, "Moved to hosted.") {
+		t.Fatalf("chat after the move: %v\n%s", err, out)
+	}
+	requestAfter(t, "embedded → hosted", before, fake.bodies()[3])
+	// The same archive again sends nothing.
+	out, err = runCairn(t, keyed, "import", first, "--json", "--new-ids", "--addr", hosted.addr)
+	if err != nil || json.Unmarshal([]byte(out), &res) != nil || res.Blobs != 0 || res.Bytes != 0 || !res.Workspaces[0].Reused {
+		t.Fatalf("second import: %v\n%s", err, out)
+	}
+
+	// Back to an embedded store.
+	second := filepath.Join(dir, "hosted.cairn")
+	if out, err := runCairn(t, keyed, "export", "--addr", hosted.addr, "--out", second, "--session", sid); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	back := startServe(t, filepath.Join(dir, "two"), cfg, fakeKey)
+	if out, err := runCairn(t, nil, "import", second, "--addr", back.addr); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	sameSession(t, "hosted → embedded", h, back.client(), sid)
+	if out, err := runCairn(t, nil, "chat", "--addr", back.addr, "--session", sid, "And back?"); err != nil || !strings.Contains(out, "Back on the embedded store.") {
+		t.Fatalf("chat after the move back: %v\n%s", err, out)
+	}
+	requestAfter(t, "hosted → embedded", fake.bodies()[3], fake.bodies()[4])
+
+	// From one embedded store to another, the first archive.
+	third := startServe(t, filepath.Join(dir, "three"), cfg, fakeKey)
+	if out, err := runCairn(t, nil, "import", first, "--addr", third.addr); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	sameSession(t, "embedded → embedded", c, third.client(), sid)
+	if out, err := runCairn(t, nil, "chat", "--addr", third.addr, "--session", sid, "Elsewhere?"); err != nil || !strings.Contains(out, "Another embedded store.") {
+		t.Fatalf("chat after the third move: %v\n%s", err, out)
+	}
+	requestAfter(t, "embedded → embedded", before, fake.bodies()[5])
+	if got := waitRun(t, third.client(), sid, lastRun(t, third.client(), sid)); got.Status != core.StatusCompleted {
+		t.Fatalf("run after the third move = %s", mustJSON(t, got))
+	}
+}
+
+func lastRun(t *testing.T, c *api.Client, sid string) string {
+	t.Helper()
+	runs, err := c.ListRuns(context.Background(), api.RunsListParams{SessionID: sid, Limit: 1})
+	if err != nil || len(runs.Runs) == 0 {
+		t.Fatalf("runs of %s: %v", sid, err)
+	}
+	return runs.Runs[0].RunID
+}
