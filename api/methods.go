@@ -195,9 +195,9 @@ func coreLinks(links []LinkParam) ([]core.Link, error) {
 	return out, nil
 }
 
-// linkParams are a config's links in session/create's shape: a snapshot as
+// LinkParamsOf are a config's links in session/create's shape: a snapshot as
 // the ref object vfs/snapshots/create returns.
-func linkParams(links []core.Link) []LinkParam {
+func LinkParamsOf(links []core.Link) []LinkParam {
 	var out []LinkParam
 	for _, l := range links {
 		p := LinkParam{Mount: l.Mount, Workspace: l.Workspace}
@@ -300,7 +300,7 @@ func sessionSummary(st *core.State) SessionReadResult {
 func settledSummary(sum core.Summary) SessionReadResult {
 	out := SessionReadResult{
 		SessionID: sum.SessionID, Status: core.SessionStatusOpen, Model: sum.Config.Model, Tools: slices.Clone(sum.Config.Tools),
-		ClientTools: slices.Clone(sum.Config.ClientTools), Approvals: ApprovalMap(sum.Config.Approvals), Links: linkParams(sum.Config.Links),
+		ClientTools: slices.Clone(sum.Config.ClientTools), Approvals: ApprovalMap(sum.Config.Approvals), Links: LinkParamsOf(sum.Config.Links),
 		ContextRevision: sum.Revision, ConfigRevision: sum.ConfigRevision, Head: sum.Head, QueuedRuns: []RunSummary{}, Parent: sum.Parent,
 	}
 	if sum.Closed {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -207,4 +208,47 @@ func lastRun(t *testing.T, c *api.Client, sid string) string {
 		t.Fatalf("runs of %s: %v", sid, err)
 	}
 	return runs.Runs[0].RunID
+}
+
+// On the Temporal host an imported session is like any other: its next
+// run goes to a worker, which rehydrates it from its log.
+func TestE2E_TemporalRunsAnImportedSession(t *testing.T) {
+	fake := newFakeChat(t, fakeKey)
+	fake.script(
+		fakeStep{body: textResponse("chatcmpl-1", "Drafted.")},
+		fakeStep{body: textResponse("chatcmpl-2", "On a worker now.")},
+	)
+	dir := t.TempDir()
+	embedded := startServe(t, filepath.Join(dir, "data"), writeProviderConfig(t, dir, fake), fakeKey)
+	if out, err := runCairn(t, nil, "chat", "--addr", embedded.addr, "--provider", "fake", "--model", "fake-model", "--instructions", "Be brief.", "Draft the notes."); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	sessions, err := embedded.client().ListSessions(context.Background(), api.SessionListParams{})
+	if err != nil || len(sessions.Sessions) != 1 {
+		t.Fatalf("sessions: %v %+v", err, sessions)
+	}
+	sid := sessions.Sessions[0].SessionID
+	file := filepath.Join(dir, "s.cairn")
+	if out, err := runCairn(t, nil, "export", "--addr", embedded.addr, "--out", file); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+
+	d := newTemporalDeployment(t, fake)
+	d.startWorker(t, "worker-1", cairnBin)
+	keyed := []string{"CAIRN_API_KEY=" + d.key}
+	if out, err := runCairn(t, keyed, "import", file, "--addr", d.srv.addr); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	before, after := viewSession(t, embedded.client(), sid), viewSession(t, d.client(), sid)
+	after.Read.AsOfSeq = 0 // answered from the store before any workflow ran: as of its head
+	if !reflect.DeepEqual(before, after) {
+		t.Fatalf("session %s on Temporal reads otherwise:\nbefore %s\nafter  %s", sid, mustJSON(t, before), mustJSON(t, after))
+	}
+	if out, err := runCairn(t, keyed, "chat", "--addr", d.srv.addr, "--session", sid, "Go on."); err != nil || !strings.Contains(out, "On a worker now.") {
+		t.Fatalf("chat on Temporal: %v\n%s", err, out)
+	}
+	requestAfter(t, "embedded → Temporal", fake.bodies()[0], fake.bodies()[1])
+	if acts := d.activityTypes(t, sid); !slices.Contains(acts, "Generate") {
+		t.Fatalf("the run's activities: %v", acts)
+	}
 }

@@ -50,7 +50,7 @@ func (h temporalHost) SessionStatus(ctx context.Context, sessionID string) (api.
 		return api.SessionReadResult{}, err
 	}
 	out := api.SessionReadResult{SessionID: st.SessionID, Status: core.SessionStatusOpen, Model: st.Model, Tools: st.Tools, ClientTools: st.ClientTools, Approvals: api.ApprovalMap(st.Approvals),
-		ContextRevision: st.ContextRevision, Head: st.Head, QueuedRuns: []api.RunSummary{}, Compaction: st.Compaction, AsOfSeq: st.AsOfSeq, Parent: st.Parent}
+		Links: api.LinkParamsOf(st.Links), ContextRevision: st.ContextRevision, ConfigRevision: st.ConfigRevision, Head: st.Head, QueuedRuns: []api.RunSummary{}, Compaction: st.Compaction, AsOfSeq: st.AsOfSeq, Parent: st.Parent}
 	if st.Closed {
 		out.Status = core.SessionStatusClosed
 	}

@@ -145,7 +145,9 @@ type Status struct {
 	Tools           []string            `json:"tools,omitempty"`
 	ClientTools     []core.ClientTool   `json:"clientTools,omitempty"`
 	Approvals       []core.ToolApproval `json:"approvals,omitempty"`
+	Links           []core.Link         `json:"links,omitempty"`
 	ContextRevision int64               `json:"contextRevision"`
+	ConfigRevision  int64               `json:"configRevision"`
 	Head            int64               `json:"head"`
 	ActiveRun       string              `json:"activeRun,omitempty"`
 	// ActiveRunStatus is the active run's status as clients see it
@@ -164,7 +166,7 @@ type Status struct {
 // without its entry ids (they can be many).
 func statusOf(st *core.State) Status {
 	out := Status{SessionID: st.SessionID, Parent: st.Parent, Closed: st.Closed, Model: st.Config.Model, Tools: st.Config.Tools, ClientTools: st.Config.ClientTools, Approvals: st.Config.Approvals,
-		ContextRevision: st.Revision, Head: st.Head, ActiveRun: st.Active, Queued: append([]string{}, st.Queue...)}
+		Links: st.Config.Links, ContextRevision: st.Revision, ConfigRevision: st.ConfigRevision, Head: st.Head, ActiveRun: st.Active, Queued: append([]string{}, st.Queue...)}
 	if r := st.ActiveRun(); r != nil {
 		out.ActiveRunStatus = r.ShownStatus()
 	}
