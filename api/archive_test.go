@@ -352,3 +352,22 @@ func TestArchive_EndpointsRefuseWhatRPCRefuses(t *testing.T) {
 		t.Fatalf("a foreign origin's export: HTTP %d", resp.StatusCode)
 	}
 }
+
+// An export that fails once its answer has begun is cut off, and the
+// client says so instead of keeping a short archive.
+func TestArchive_ExportCutOffIsAnError(t *testing.T) {
+	e, sid, _, _ := source(t)
+	e.blobs.failGets.Store(true)
+	var buf bytes.Buffer
+	_, err := e.c.Export(bg, api.ExportParams{Sessions: []string{sid}}, &buf)
+	if !errors.Is(err, api.ErrExportCut) {
+		t.Fatalf("err = %v", err)
+	}
+	if strings.Contains(err.Error(), secretDetail) {
+		t.Fatal("the store's failure reached the client")
+	}
+	to := newEnv(t)
+	if _, err := to.c.Import(bg, bytes.NewReader(buf.Bytes()), false); err == nil {
+		t.Fatal("what a cut export wrote imports")
+	}
+}

@@ -65,6 +65,9 @@ func (s *Server) serveExport(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("Trailer", exportStatusTrailer)
 	w.WriteHeader(http.StatusOK)
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush() // the answer has begun: a failure from here on cuts it
+	}
 	if err := c.writeArchive(r.Context(), w, plan); err != nil {
 		// The answer has begun: cut it, so the client sees a stream
 		// without its trailer rather than a short archive.

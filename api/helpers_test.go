@@ -186,6 +186,14 @@ func (m *fakeModel) releaseOne(t *testing.T) {
 type faultyBlobs struct {
 	blob.Store
 	failPuts atomic.Bool
+	failGets atomic.Bool
+}
+
+func (b *faultyBlobs) Get(ctx context.Context, d content.Digest) ([]byte, error) {
+	if b.failGets.Load() {
+		return nil, errors.New("read /var/lib/cairn/objects/" + d.Hex() + " failed: " + secretDetail)
+	}
+	return b.Store.Get(ctx, d)
 }
 
 const secretDetail = "SECRET-DETAIL"

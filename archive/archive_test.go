@@ -92,7 +92,7 @@ func readAll(data []byte, lim Limits) (Manifest, [][]byte, [][]core.Event, error
 			return r.Manifest, blobs, events, err
 		}
 		if e.Blob != nil {
-			blobs = append(blobs, e.Data)
+			blobs = append(blobs, bytes.Clone(e.Data))
 		} else {
 			events[e.Session] = append(events[e.Session], e.Events...)
 		}

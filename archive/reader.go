@@ -17,7 +17,9 @@ import (
 // name, or a chunk of a session's events, in order and without a gap.
 type Entry struct {
 	Name string
-	Data []byte // the entry's bytes as stored
+	// Data is the entry's bytes as stored, valid until the next call of
+	// Next (the reader reuses its buffer).
+	Data []byte
 	// Blob is the digest of a blob entry (nil for events).
 	Blob *content.Digest
 	// Session and Chunk place an events entry: the manifest's session
@@ -46,6 +48,7 @@ type Reader struct {
 	next     int64 // the next seq of that session
 	received int
 	done     bool
+	buf      []byte
 }
 
 // NewReader reads an archive's manifest from r.
@@ -119,7 +122,12 @@ func (r *Reader) body(h *tar.Header, limit int64) ([]byte, error) {
 	if h.Size < 0 || h.Size > limit {
 		return nil, &Error{Kind: KindTooLarge, Entry: h.Name, Message: fmt.Sprintf("%d bytes, over the limit of %d", h.Size, limit)}
 	}
-	data := make([]byte, h.Size)
+	// One buffer serves every entry: an import's memory is its largest
+	// entry, not the garbage of all of them.
+	if int64(cap(r.buf)) < h.Size {
+		r.buf = make([]byte, h.Size)
+	}
+	data := r.buf[:h.Size]
 	if _, err := io.ReadFull(r.tr, data); err != nil {
 		return nil, truncatedIn(h.Name, err)
 	}

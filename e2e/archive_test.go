@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -198,6 +199,33 @@ func TestE2E_SessionsMoveBetweenEmbeddedAndHosted(t *testing.T) {
 	requestAfter(t, "embedded → embedded", before, fake.bodies()[5])
 	if got := waitRun(t, third.client(), sid, lastRun(t, third.client(), sid)); got.Status != core.StatusCompleted {
 		t.Fatalf("run after the third move = %s", mustJSON(t, got))
+	}
+
+	// Through a pipe: export to stdout, import from stdin, under new ids.
+	export := exec.Command(cairnBin, "export", "--out", "-", "--session", sid, "--addr", hosted.addr)
+	export.Env = append(os.Environ(), keyed...)
+	importer := exec.Command(cairnBin, "import", "-", "--new-ids", "--json", "--addr", third.addr)
+	pipe, err := export.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	importer.Stdin = pipe
+	var piped bytes.Buffer
+	importer.Stdout = &piped
+	if err := export.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := importer.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if err := export.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(piped.Bytes(), &res); err != nil || len(res.Sessions) != 1 || res.Sessions[0].To == sid {
+		t.Fatalf("piped import: %v %s", err, piped.String())
+	}
+	if got, want := allEvents(t, third.client(), res.Sessions[0].To), allEvents(t, h, sid); !reflect.DeepEqual(got, want) {
+		t.Fatal("the piped session has other events")
 	}
 }
 
