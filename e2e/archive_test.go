@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/cairn-agents/cairn/api"
 	"github.com/cairn-agents/cairn/core"
@@ -177,6 +180,7 @@ func TestE2E_SessionsMoveBetweenEmbeddedAndHosted(t *testing.T) {
 	if out, err := runCairn(t, keyed, "export", "--addr", hosted.addr, "--out", second, "--session", sid); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
+	noCredentials(t, second, key, fakeKey)
 	back := startServe(t, filepath.Join(dir, "two"), cfg, fakeKey)
 	if out, err := runCairn(t, nil, "import", second, "--addr", back.addr); err != nil {
 		t.Fatalf("%v\n%s", err, out)
@@ -278,5 +282,30 @@ func TestE2E_TemporalRunsAnImportedSession(t *testing.T) {
 	requestAfter(t, "embedded → Temporal", fake.bodies()[0], fake.bodies()[1])
 	if acts := d.activityTypes(t, sid); !slices.Contains(acts, "Generate") {
 		t.Fatalf("the run's activities: %v", acts)
+	}
+}
+
+// noCredentials fails if an archive holds any of the secrets, anywhere in
+// its decompressed bytes.
+func noCredentials(t *testing.T, path string, secrets ...string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := zstd.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zr.Close()
+	data, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range secrets {
+		if bytes.Contains(data, []byte(s)) {
+			t.Fatalf("the archive holds a credential (%d bytes of it)", len(s))
+		}
 	}
 }
