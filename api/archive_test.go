@@ -120,6 +120,18 @@ func TestArchive_UniverseMovesAsItWas(t *testing.T) {
 			t.Fatalf("session %s after the move:\n%s\nbefore:\n%s", id, b, a)
 		}
 	}
+	// The listing too: titles, lineage marks, heads, times.
+	listed := func(e *env) string {
+		l, err := e.c.ListSessions(bg, api.SessionListParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := json.Marshal(l.Sessions)
+		return string(out)
+	}
+	if a, b := listed(from), listed(to); a != b {
+		t.Fatalf("session/list after the move:\n%s\nbefore:\n%s", b, a)
+	}
 	if got := to.read(t, fork).Source; got == nil || got.SessionID != sid || got.AtSeq == 0 {
 		t.Fatalf("fork lineage = %+v", got)
 	}

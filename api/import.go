@@ -73,9 +73,14 @@ type importing struct {
 	m       archive.Manifest
 	to      map[string]string       // archived session id → id here
 	needed  map[content.Digest]bool // blobs the target lacked: the stream must bring them
-	events  [][]core.Proposal
+	events  *spool
 	result  ImportResult
 	created []archive.Workspace // workspaces to create
+	// lives are each session's lifecycle projection as its events pass;
+	// forkPoints are the projections of sessions at the seqs archived
+	// forks fork them at, taken as those events pass.
+	lives      []core.Lifecycle
+	forkPoints map[int]map[int64]core.Lifecycle
 }
 
 // importArchive reads an archive in full and checks it before anything but
@@ -90,10 +95,18 @@ func (s call) importArchive(ctx context.Context, body io.Reader, newIDs bool) (I
 		return ImportResult{}, err
 	}
 	defer ar.Close()
-	im := &importing{m: ar.Manifest, to: map[string]string{}, needed: map[content.Digest]bool{}, events: make([][]core.Proposal, len(ar.Manifest.Sessions))}
+	if _, ok := s.host.Log().(store.Importer); !ok {
+		return ImportResult{}, unsupported("this server's store cannot import sessions")
+	}
+	im := &importing{m: ar.Manifest, to: map[string]string{}, needed: map[content.Digest]bool{}, forkPoints: map[int]map[int64]core.Lifecycle{}}
 	if err := s.checkClashes(ctx, im, newIDs); err != nil {
 		return ImportResult{}, err
 	}
+	if im.events, err = newSpool(); err != nil {
+		return ImportResult{}, err
+	}
+	defer im.events.close()
+	im.startLives()
 	// Touch renews the grace of what is here, so none of it goes while
 	// the import runs; what is not here must come in the stream.
 	for i := 0; i < len(im.m.Blobs); i += MaxBlobsMissing {
@@ -181,10 +194,46 @@ func (s call) checkClashes(ctx context.Context, im *importing, newIDs bool) erro
 	return nil
 }
 
+// startLives sets each session's projection before its first archived
+// event, and marks the seqs whose projection a fork starts from.
+func (im *importing) startLives() {
+	index := map[string]int{}
+	im.lives = make([]core.Lifecycle, len(im.m.Sessions))
+	for i, as := range im.m.Sessions {
+		index[as.ID] = i
+		if as.ForkOf != nil {
+			src := index[as.ForkOf.SessionID]
+			if im.forkPoints[src] == nil {
+				im.forkPoints[src] = map[int64]core.Lifecycle{}
+			}
+			im.forkPoints[src][as.ForkOf.AtSeq] = core.Lifecycle{}
+		}
+	}
+}
+
+// forkRequest is the fork an archived session with lineage becomes here;
+// its source's projection at the fork point was taken as its events passed.
+func (im *importing) forkRequest(i int) *store.ForkRequest {
+	as := im.m.Sessions[i]
+	if as.ForkOf == nil {
+		return nil
+	}
+	src := slices.IndexFunc(im.m.Sessions, func(s archive.Session) bool { return s.ID == as.ForkOf.SessionID })
+	req := store.ForkRequest{SessionID: im.to[as.ID], Source: im.to[as.ForkOf.SessionID], AtSeq: as.ForkOf.AtSeq, AtMs: as.CreatedAtMs,
+		Projection: im.forkPoints[src][as.ForkOf.AtSeq]}
+	return &req
+}
+
 // addEvents checks a chunk's refs against the manifest (the reader checked
-// their order) and keeps them as proposals for the commit.
+// their order), follows the session's projection, and spools the chunk for
+// the commit.
 func (im *importing) addEvents(e archive.Entry) error {
 	as := im.m.Sessions[e.Session]
+	if e.Chunk == 0 {
+		if req := im.forkRequest(e.Session); req != nil {
+			im.lives[e.Session] = store.ForkProjection(*req)
+		}
+	}
 	for _, ev := range e.Events {
 		refs, err := core.EventRefs(ev)
 		if err != nil {
@@ -196,10 +245,14 @@ func (im *importing) addEvents(e archive.Entry) error {
 					"session %s event %d refers to %s, which the manifest does not list", as.ID, ev.Seq, d)}
 			}
 		}
-		im.events[e.Session] = append(im.events[e.Session], core.Proposal{
-			ObservedAtMs: ev.ObservedAtMs, Joins: ev.Joins, Kind: ev.Kind, Version: ev.Version, Payload: ev.Payload, Refs: refs})
+		im.lives[e.Session] = store.Project(im.lives[e.Session], im.to[as.ID], []core.Event{ev})
+		if points := im.forkPoints[e.Session]; points != nil {
+			if _, ok := points[ev.Seq]; ok {
+				points[ev.Seq] = im.lives[e.Session]
+			}
+		}
 	}
-	return nil
+	return im.events.add(e)
 }
 
 func missingBlobs(needed map[content.Digest]bool) error {
@@ -214,8 +267,8 @@ func missingBlobs(needed map[content.Digest]bool) error {
 }
 
 // commitImport records the archive's edges and snapshots, creates its
-// workspaces, then its sessions in manifest order: a fork after its
-// source, which it forks here at the same seq.
+// workspaces, then all its sessions in one transaction, in manifest order:
+// a fork after its source, which it forks here at the same seq.
 func (s call) commitImport(ctx context.Context, im *importing) error {
 	files := s.host.Files()
 	for _, e := range im.m.Edges {
@@ -244,38 +297,17 @@ func (s call) commitImport(ctx context.Context, im *importing) error {
 			}
 		}
 	}
-	cat, _ := s.host.Log().(store.Catalog)
+	sessions := make([]store.ImportedSession, len(im.m.Sessions))
 	for i, as := range im.m.Sessions {
-		to := im.to[as.ID]
-		after := int64(0)
-		if as.ForkOf != nil {
-			if cat == nil {
-				return unsupported("this server's store cannot hold history forks")
-			}
-			src := im.to[as.ForkOf.SessionID]
-			st, err := runtime.StateAt(ctx, s.host.Log(), s.anyCheckpoints(), s.host.Blobs(), src, as.ForkOf.AtSeq)
-			if err != nil {
-				return err
-			}
-			req := store.ForkRequest{SessionID: to, Source: src, AtSeq: as.ForkOf.AtSeq, AtMs: as.CreatedAtMs, Projection: store.ProjectionOf(st)}
-			req.Projection.Title = as.Title
-			if _, err := cat.Fork(ctx, req); err != nil {
-				return catalogError(err)
-			}
-			after = as.ForkOf.AtSeq
-		}
-		if _, err := s.host.Log().Append(ctx, to, after, im.events[i]); err != nil {
-			var conflict *store.HeadConflictError
-			if errors.As(err, &conflict) {
-				return runtime.SessionExists(to)
-			}
-			return err
-		}
-		if as.CloneOf != "" && cat != nil {
-			if err := cat.RecordClone(ctx, to, im.to[as.CloneOf]); err != nil {
-				return err
-			}
+		sessions[i] = store.ImportedSession{SessionID: im.to[as.ID], Fork: im.forkRequest(i), Events: im.events.events(i)}
+		if as.CloneOf != "" {
+			sessions[i].CloneOf = im.to[as.CloneOf]
 		}
 	}
-	return nil
+	// Every session or none: a server that dies here leaves no half.
+	err := s.host.Log().(store.Importer).Import(ctx, sessions)
+	if errors.Is(err, store.ErrSessionExists) {
+		return newError(CodeDomain, core.RejectSessionExists, "a session of the archive was created here while the import ran: "+err.Error())
+	}
+	return err
 }

@@ -59,3 +59,7 @@ func decodeEvents(entry string, data []byte) ([]core.Event, error) {
 	}
 	return out, nil
 }
+
+// DecodeEvents decodes the bytes of an events entry (Entry.Data) again,
+// for a reader that kept them aside.
+func DecodeEvents(entry string, data []byte) ([]core.Event, error) { return decodeEvents(entry, data) }

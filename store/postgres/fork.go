@@ -23,86 +23,92 @@ func (s *Store) Fork(ctx context.Context, req store.ForkRequest) (core.Lifecycle
 		return core.Lifecycle{}, err
 	}
 	life := store.ForkProjection(req)
-	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
-		var src store.Layout
-		var head int64
-		var segs []byte
-		err := tx.QueryRow(ctx, `SELECT head, fork_at, fork_depth, fork_segments FROM sessions
-			WHERE universe = $1 AND session_id = $2 FOR KEY SHARE`, s.universe, req.Source).Scan(&head, &src.ForkAt, &src.Depth, &segs)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("%w: %s", store.ErrSessionNotFound, req.Source)
-		}
-		if err != nil {
-			return fmt.Errorf("postgres: fork %s: %w", req.SessionID, err)
-		}
-		if segs != nil {
-			if err := json.Unmarshal(segs, &src.Inherited); err != nil {
-				return fmt.Errorf("postgres: fork %s: decode the source's segments: %w", req.SessionID, err)
-			}
-		}
-		if req.AtSeq > head {
-			return store.ForkPointPastHead(req.Source, req.AtSeq, head)
-		}
-		if err := store.CheckForkDepth(req.Source, src); err != nil {
-			return err
-		}
-		lay := store.ForkLayout(req.Source, src, req.AtSeq)
-		rawSegs, err := json.Marshal(lay.Inherited)
-		if err != nil {
-			return fmt.Errorf("postgres: fork %s: encode segments: %w", req.SessionID, err)
-		}
-		raw, err := json.Marshal(life)
-		if err != nil {
-			return fmt.Errorf("postgres: fork %s: encode lifecycle: %w", req.SessionID, err)
-		}
-		tag, err := tx.Exec(ctx, `INSERT INTO sessions
-			(universe, session_id, head, status, has_unfinished, created_at_ms, updated_at_ms, lifecycle,
-			 fork_source, fork_at, fork_depth, fork_segments)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-			ON CONFLICT (universe, session_id) DO NOTHING`,
-			s.universe, req.SessionID, life.Head, life.Status, life.Unfinished(), life.CreatedAtMs, life.UpdatedAtMs, raw,
-			req.Source, lay.ForkAt, lay.Depth, rawSegs)
-		if err != nil {
-			return fmt.Errorf("postgres: fork %s: %w", req.SessionID, err)
-		}
-		if tag.RowsAffected() == 0 {
-			return fmt.Errorf("%w: %s", store.ErrSessionExists, req.SessionID)
-		}
-		return nil
-	})
+	err := inTx(ctx, s.pool, func(tx pgx.Tx) error { return s.forkIn(ctx, tx, req, life) })
 	if err != nil {
 		return core.Lifecycle{}, err
 	}
 	return life, nil
 }
 
+// forkIn inserts the fork's row, with life as its projection, in tx.
+func (s *Store) forkIn(ctx context.Context, tx pgx.Tx, req store.ForkRequest, life core.Lifecycle) error {
+	var src store.Layout
+	var head int64
+	var segs []byte
+	err := tx.QueryRow(ctx, `SELECT head, fork_at, fork_depth, fork_segments FROM sessions
+		WHERE universe = $1 AND session_id = $2 FOR KEY SHARE`, s.universe, req.Source).Scan(&head, &src.ForkAt, &src.Depth, &segs)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("%w: %s", store.ErrSessionNotFound, req.Source)
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: fork %s: %w", req.SessionID, err)
+	}
+	if segs != nil {
+		if err := json.Unmarshal(segs, &src.Inherited); err != nil {
+			return fmt.Errorf("postgres: fork %s: decode the source's segments: %w", req.SessionID, err)
+		}
+	}
+	if req.AtSeq > head {
+		return store.ForkPointPastHead(req.Source, req.AtSeq, head)
+	}
+	if err := store.CheckForkDepth(req.Source, src); err != nil {
+		return err
+	}
+	lay := store.ForkLayout(req.Source, src, req.AtSeq)
+	rawSegs, err := json.Marshal(lay.Inherited)
+	if err != nil {
+		return fmt.Errorf("postgres: fork %s: encode segments: %w", req.SessionID, err)
+	}
+	raw, err := json.Marshal(life)
+	if err != nil {
+		return fmt.Errorf("postgres: fork %s: encode lifecycle: %w", req.SessionID, err)
+	}
+	tag, err := tx.Exec(ctx, `INSERT INTO sessions
+		(universe, session_id, head, status, has_unfinished, created_at_ms, updated_at_ms, lifecycle,
+		 fork_source, fork_at, fork_depth, fork_segments)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+		ON CONFLICT (universe, session_id) DO NOTHING`,
+		s.universe, req.SessionID, life.Head, life.Status, life.Unfinished(), life.CreatedAtMs, life.UpdatedAtMs, raw,
+		req.Source, lay.ForkAt, lay.Depth, rawSegs)
+	if err != nil {
+		return fmt.Errorf("postgres: fork %s: %w", req.SessionID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("%w: %s", store.ErrSessionExists, req.SessionID)
+	}
+	return nil
+}
+
 // RecordClone implements store.Catalog.
 func (s *Store) RecordClone(ctx context.Context, sessionID, sourceID string) error {
-	return inTx(ctx, s.pool, func(tx pgx.Tx) error {
-		existing, err := s.sourceIn(ctx, tx, sessionID, " FOR UPDATE")
-		if err != nil {
-			return err
-		}
-		var one int
-		err = tx.QueryRow(ctx, `SELECT 1 FROM sessions WHERE universe = $1 AND session_id = $2`, s.universe, sourceID).Scan(&one)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("%w: %s", store.ErrSessionNotFound, sourceID)
-		}
-		if err != nil {
-			return fmt.Errorf("postgres: record clone %s: %w", sessionID, err)
-		}
-		if sessionID == sourceID {
-			return fmt.Errorf("%w: session %s cannot be a clone of itself", store.ErrInvalidFork, sessionID)
-		}
-		if existing != nil {
-			return fmt.Errorf("%w: session %s already has lineage (from %s)", store.ErrInvalidFork, sessionID, existing.SessionID)
-		}
-		if _, err := tx.Exec(ctx, `UPDATE sessions SET clone_source = $3 WHERE universe = $1 AND session_id = $2`,
-			s.universe, sessionID, sourceID); err != nil {
-			return fmt.Errorf("postgres: record clone %s: %w", sessionID, err)
-		}
-		return nil
-	})
+	return inTx(ctx, s.pool, func(tx pgx.Tx) error { return s.cloneIn(ctx, tx, sessionID, sourceID) })
+}
+
+// cloneIn records the clone's lineage in tx.
+func (s *Store) cloneIn(ctx context.Context, tx pgx.Tx, sessionID, sourceID string) error {
+	existing, err := s.sourceIn(ctx, tx, sessionID, " FOR UPDATE")
+	if err != nil {
+		return err
+	}
+	var one int
+	err = tx.QueryRow(ctx, `SELECT 1 FROM sessions WHERE universe = $1 AND session_id = $2`, s.universe, sourceID).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("%w: %s", store.ErrSessionNotFound, sourceID)
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: record clone %s: %w", sessionID, err)
+	}
+	if sessionID == sourceID {
+		return fmt.Errorf("%w: session %s cannot be a clone of itself", store.ErrInvalidFork, sessionID)
+	}
+	if existing != nil {
+		return fmt.Errorf("%w: session %s already has lineage (from %s)", store.ErrInvalidFork, sessionID, existing.SessionID)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE sessions SET clone_source = $3 WHERE universe = $1 AND session_id = $2`,
+		s.universe, sessionID, sourceID); err != nil {
+		return fmt.Errorf("postgres: record clone %s: %w", sessionID, err)
+	}
+	return nil
 }
 
 // Source implements store.Catalog.

@@ -92,9 +92,7 @@ func (s *Store) lockForAppend(ctx context.Context, conn *pgxpool.Conn, sessionID
 			s.universe, sessionID)
 	}
 	if len(refs) > 0 {
-		// Sorted so concurrent lockers meet the rows in the same order.
-		b.Queue(`SELECT digest FROM blobs WHERE universe = $1 AND digest = ANY ($2::bytea[])
-			ORDER BY digest FOR KEY SHARE`, s.universe, digests)
+		b.Queue(lockBlobsSQL, s.universe, digests)
 	}
 	br := conn.SendBatch(ctx, b)
 	_, err := br.Exec() // BEGIN
@@ -167,19 +165,9 @@ func (s *Store) writeAppend(ctx context.Context, conn *pgxpool.Conn, sessionID s
 	events []core.Event, digests [][]byte, life core.Lifecycle) error {
 	cols := eventColumns(events)
 	b := &pgx.Batch{}
-	// One statement for any number of events: parallel arrays unnested into
-	// rows. Joins differ in length per event, so they travel flattened, each
-	// event carrying its slice's start and length (-1 for NULL).
-	b.Queue(`INSERT INTO events (universe, session_id, seq, observed_at_ms, kind, version, joins, payload)
-		SELECT $1, $2, e.seq, e.at, e.kind, e.version,
-			CASE WHEN e.njoins < 0 THEN NULL ELSE ($9::text[])[e.jfrom : e.jfrom + e.njoins - 1] END,
-			e.payload
-		FROM unnest($3::bigint[], $4::bigint[], $5::text[], $6::bigint[], $7::int[], $8::int[], $10::bytea[])
-			AS e (seq, at, kind, version, jfrom, njoins, payload)`,
-		s.universe, sessionID, cols.seq, cols.at, cols.kind, cols.version, cols.jfrom, cols.njoins, cols.joins, cols.payload)
+	b.Queue(insertEventsSQL, s.universe, sessionID, cols.seq, cols.at, cols.kind, cols.version, cols.jfrom, cols.njoins, cols.joins, cols.payload)
 	if len(digests) > 0 {
-		b.Queue(`INSERT INTO session_roots (universe, session_id, digest)
-			SELECT $1, $2, unnest($3::bytea[]) ON CONFLICT DO NOTHING`, s.universe, sessionID, digests)
+		b.Queue(insertRootsSQL, s.universe, sessionID, digests)
 	}
 	if expectedHead > 0 {
 		raw, err := json.Marshal(life)
@@ -223,6 +211,28 @@ func (s *Store) writeAppend(ctx context.Context, conn *pgxpool.Conn, sessionID s
 	}
 	return nil
 }
+
+// insertEventsSQL inserts any number of events in one statement: parallel
+// arrays (eventColumns) unnested into rows. Joins differ in length per
+// event, so they travel flattened, each event carrying its slice's start
+// and length (-1 for NULL).
+const insertEventsSQL = `INSERT INTO events (universe, session_id, seq, observed_at_ms, kind, version, joins, payload)
+	SELECT $1, $2, e.seq, e.at, e.kind, e.version,
+		CASE WHEN e.njoins < 0 THEN NULL ELSE ($9::text[])[e.jfrom : e.jfrom + e.njoins - 1] END,
+		e.payload
+	FROM unnest($3::bigint[], $4::bigint[], $5::text[], $6::bigint[], $7::int[], $8::int[], $10::bytea[])
+		AS e (seq, at, kind, version, jfrom, njoins, payload)`
+
+// insertRootsSQL records digests as a session's roots.
+const insertRootsSQL = `INSERT INTO session_roots (universe, session_id, digest)
+	SELECT $1, $2, unnest($3::bytea[]) ON CONFLICT DO NOTHING`
+
+// lockBlobsSQL key-share locks the referenced blobs that exist: a
+// collector's DELETE of one of them waits for the transaction, then fails
+// on the roots' foreign key. Sorted, so concurrent lockers meet the rows in
+// the same order.
+const lockBlobsSQL = `SELECT digest FROM blobs WHERE universe = $1 AND digest = ANY ($2::bytea[])
+	ORDER BY digest FOR KEY SHARE`
 
 // eventArrays holds events column by column, the shape unnest() takes.
 type eventArrays struct {

@@ -52,78 +52,84 @@ func (s *Store) Fork(ctx context.Context, req store.ForkRequest) (core.Lifecycle
 		return core.Lifecycle{}, err
 	}
 	life := store.ForkProjection(req)
-	err := s.writeTx(ctx, func(tx stmtTx) error {
-		var one int
-		err := tx.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE universe = ? AND session_id = ?`,
-			s.universe, req.SessionID).Scan(&one)
-		if err == nil {
-			return fmt.Errorf("%w: %s", store.ErrSessionExists, req.SessionID)
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("sqlite: fork %s: %w", req.SessionID, err)
-		}
-		src, head, err := s.layoutIn(ctx, tx, req.Source)
-		if err != nil {
-			return err
-		}
-		if req.AtSeq > head {
-			return store.ForkPointPastHead(req.Source, req.AtSeq, head)
-		}
-		if err := store.CheckForkDepth(req.Source, src); err != nil {
-			return err
-		}
-		lay := store.ForkLayout(req.Source, src, req.AtSeq)
-		segs, err := json.Marshal(lay.Inherited)
-		if err != nil {
-			return fmt.Errorf("sqlite: fork %s: encode segments: %w", req.SessionID, err)
-		}
-		raw, err := json.Marshal(life)
-		if err != nil {
-			return fmt.Errorf("sqlite: fork %s: encode lifecycle: %w", req.SessionID, err)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO sessions
-			(universe, session_id, head, status, has_unfinished, created_at_ms, updated_at_ms, lifecycle,
-			 fork_source, fork_at, fork_depth, fork_segments)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			s.universe, req.SessionID, life.Head, life.Status, life.Unfinished(), life.CreatedAtMs, life.UpdatedAtMs, string(raw),
-			req.Source, lay.ForkAt, lay.Depth, string(segs)); err != nil {
-			return fmt.Errorf("sqlite: fork %s: %w", req.SessionID, err)
-		}
-		return nil
-	})
+	err := s.writeTx(ctx, func(tx stmtTx) error { return s.forkIn(ctx, tx, req, life) })
 	if err != nil {
 		return core.Lifecycle{}, err
 	}
 	return life, nil
 }
 
+// forkIn inserts the fork's row, with life as its projection, in tx.
+func (s *Store) forkIn(ctx context.Context, tx stmtTx, req store.ForkRequest, life core.Lifecycle) error {
+	var one int
+	err := tx.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE universe = ? AND session_id = ?`,
+		s.universe, req.SessionID).Scan(&one)
+	if err == nil {
+		return fmt.Errorf("%w: %s", store.ErrSessionExists, req.SessionID)
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("sqlite: fork %s: %w", req.SessionID, err)
+	}
+	src, head, err := s.layoutIn(ctx, tx, req.Source)
+	if err != nil {
+		return err
+	}
+	if req.AtSeq > head {
+		return store.ForkPointPastHead(req.Source, req.AtSeq, head)
+	}
+	if err := store.CheckForkDepth(req.Source, src); err != nil {
+		return err
+	}
+	lay := store.ForkLayout(req.Source, src, req.AtSeq)
+	segs, err := json.Marshal(lay.Inherited)
+	if err != nil {
+		return fmt.Errorf("sqlite: fork %s: encode segments: %w", req.SessionID, err)
+	}
+	raw, err := json.Marshal(life)
+	if err != nil {
+		return fmt.Errorf("sqlite: fork %s: encode lifecycle: %w", req.SessionID, err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO sessions
+		(universe, session_id, head, status, has_unfinished, created_at_ms, updated_at_ms, lifecycle,
+		 fork_source, fork_at, fork_depth, fork_segments)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		s.universe, req.SessionID, life.Head, life.Status, life.Unfinished(), life.CreatedAtMs, life.UpdatedAtMs, string(raw),
+		req.Source, lay.ForkAt, lay.Depth, string(segs)); err != nil {
+		return fmt.Errorf("sqlite: fork %s: %w", req.SessionID, err)
+	}
+	return nil
+}
+
 // RecordClone implements store.Catalog.
 func (s *Store) RecordClone(ctx context.Context, sessionID, sourceID string) error {
-	return s.writeTx(ctx, func(tx stmtTx) error {
-		existing, err := sourceIn(ctx, tx, s.universe, sessionID)
-		if err != nil {
-			return err
-		}
-		var one int
-		err = tx.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE universe = ? AND session_id = ?`, s.universe, sourceID).Scan(&one)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("%w: %s", store.ErrSessionNotFound, sourceID)
-		}
-		if err != nil {
-			return fmt.Errorf("sqlite: record clone %s: %w", sessionID, err)
-		}
-		if sessionID == sourceID {
-			return fmt.Errorf("%w: session %s cannot be a clone of itself", store.ErrInvalidFork, sessionID)
-		}
-		if existing != nil {
-			return fmt.Errorf("%w: session %s already has lineage (from %s)", store.ErrInvalidFork, sessionID, existing.SessionID)
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET clone_source = ? WHERE universe = ? AND session_id = ?`,
-			sourceID, s.universe, sessionID); err != nil {
-			return fmt.Errorf("sqlite: record clone %s: %w", sessionID, err)
-		}
-		return nil
-	})
+	return s.writeTx(ctx, func(tx stmtTx) error { return s.cloneIn(ctx, tx, sessionID, sourceID) })
+}
+
+// cloneIn records the clone's lineage in tx.
+func (s *Store) cloneIn(ctx context.Context, tx stmtTx, sessionID, sourceID string) error {
+	existing, err := sourceIn(ctx, tx, s.universe, sessionID)
+	if err != nil {
+		return err
+	}
+	var one int
+	err = tx.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE universe = ? AND session_id = ?`, s.universe, sourceID).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%w: %s", store.ErrSessionNotFound, sourceID)
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: record clone %s: %w", sessionID, err)
+	}
+	if sessionID == sourceID {
+		return fmt.Errorf("%w: session %s cannot be a clone of itself", store.ErrInvalidFork, sessionID)
+	}
+	if existing != nil {
+		return fmt.Errorf("%w: session %s already has lineage (from %s)", store.ErrInvalidFork, sessionID, existing.SessionID)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE sessions SET clone_source = ? WHERE universe = ? AND session_id = ?`,
+		sourceID, s.universe, sessionID); err != nil {
+		return fmt.Errorf("sqlite: record clone %s: %w", sessionID, err)
+	}
+	return nil
 }
 
 // Source implements store.Catalog.

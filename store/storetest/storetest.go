@@ -77,6 +77,8 @@ func Run(t *testing.T, newStores func(t *testing.T) (store.SessionLog, blob.Stor
 		{"DeleteOnlyClosedSessions", testDeleteClosedOnly},
 		{"DeleteRespectsForks", testDeleteWithForks},
 		{"SessionsNewestFirst", testSessionsNewestFirst},
+		{"ImportCreatesSessionsWithLineage", testImportCreatesSessionsWithLineage},
+		{"ImportIsAllOrNothing", testImportIsAllOrNothing},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
