@@ -283,6 +283,12 @@ func TestArchive_RefusalsChangeNothing(t *testing.T) {
 			}
 			return body
 		}), archive.KindEventsGap},
+		"events that do not replay": {rewriteArchive(t, good, func(name string, body []byte) []byte {
+			if strings.HasPrefix(name, "sessions/") {
+				return bytes.Replace(body, []byte(`"baseRevision":0`), []byte(`"baseRevision":7`), 1)
+			}
+			return body
+		}), archive.KindInvalid},
 		"newer major version": {rewriteArchive(t, good, func(name string, body []byte) []byte {
 			if name == archive.ManifestName {
 				return bytes.Replace(body, []byte(`"version":"1.0"`), []byte(`"version":"2.0"`), 1)
@@ -297,7 +303,7 @@ func TestArchive_RefusalsChangeNothing(t *testing.T) {
 			if got := postArchive(t, to, c.data); got.Kind() != c.kind {
 				t.Fatalf("server: %v, want %s", got, c.kind)
 			}
-			if name != "missing blob" { // the client sends only what is missing anyway
+			if name != "missing blob" && name != "events that do not replay" { // the client sends only what is missing, and does not replay
 				_, err := to.c.Import(bg, bytes.NewReader(c.data), false)
 				var refused *archive.Error
 				if !errors.As(err, &refused) || refused.Kind != c.kind {

@@ -81,6 +81,11 @@ type importing struct {
 	// forks fork them at, taken as those events pass.
 	lives      []core.Lifecycle
 	forkPoints map[int]map[int64]core.Lifecycle
+	// state is the state of the session whose events are passing, folded
+	// by the core as they pass, so a session that would not replay is
+	// refused; forkStates are sources' states at their forks' points.
+	state      *core.State
+	forkStates map[int]map[int64][]byte
 }
 
 // importArchive reads an archive in full and checks it before anything but
@@ -98,7 +103,8 @@ func (s call) importArchive(ctx context.Context, body io.Reader, newIDs bool) (I
 	if _, ok := s.host.Log().(store.Importer); !ok {
 		return ImportResult{}, unsupported("this server's store cannot import sessions")
 	}
-	im := &importing{m: ar.Manifest, to: map[string]string{}, needed: map[content.Digest]bool{}, forkPoints: map[int]map[int64]core.Lifecycle{}}
+	im := &importing{m: ar.Manifest, to: map[string]string{}, needed: map[content.Digest]bool{}, forkPoints: map[int]map[int64]core.Lifecycle{},
+		forkStates: map[int]map[int64][]byte{}}
 	if err := s.checkClashes(ctx, im, newIDs); err != nil {
 		return ImportResult{}, err
 	}
@@ -207,6 +213,9 @@ func (im *importing) startLives() {
 				im.forkPoints[src] = map[int64]core.Lifecycle{}
 			}
 			im.forkPoints[src][as.ForkOf.AtSeq] = core.Lifecycle{}
+			if im.forkStates[src] == nil {
+				im.forkStates[src] = map[int64][]byte{}
+			}
 		}
 	}
 }
@@ -230,11 +239,21 @@ func (im *importing) forkRequest(i int) *store.ForkRequest {
 func (im *importing) addEvents(e archive.Entry) error {
 	as := im.m.Sessions[e.Session]
 	if e.Chunk == 0 {
+		im.state = core.NewState()
 		if req := im.forkRequest(e.Session); req != nil {
 			im.lives[e.Session] = store.ForkProjection(*req)
+			src := slices.IndexFunc(im.m.Sessions, func(s archive.Session) bool { return s.ID == as.ForkOf.SessionID })
+			st, err := core.DecodeCheckpoint(im.forkStates[src][as.ForkOf.AtSeq])
+			if err != nil {
+				return err
+			}
+			im.state = st
 		}
 	}
 	for _, ev := range e.Events {
+		if err := applyUntrusted(im.state, ev); err != nil {
+			return &archive.Error{Kind: archive.KindInvalid, Entry: e.Name, Message: fmt.Sprintf("session %s: %v", as.ID, err)}
+		}
 		refs, err := core.EventRefs(ev)
 		if err != nil {
 			return &archive.Error{Kind: archive.KindInvalid, Entry: e.Name, Message: fmt.Sprintf("session %s: %v", as.ID, err)}
@@ -249,10 +268,26 @@ func (im *importing) addEvents(e archive.Entry) error {
 		if points := im.forkPoints[e.Session]; points != nil {
 			if _, ok := points[ev.Seq]; ok {
 				points[ev.Seq] = im.lives[e.Session]
+				cp, err := core.EncodeCheckpoint(im.state)
+				if err != nil {
+					return err
+				}
+				im.forkStates[e.Session][ev.Seq] = cp
 			}
 		}
 	}
 	return im.events.add(e)
+}
+
+// applyUntrusted folds an event from an archive into st: an event the
+// core cannot apply, even one that would make it panic, is an error.
+func applyUntrusted(st *core.State, ev core.Event) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("event %d (%s) does not apply", ev.Seq, ev.Kind)
+		}
+	}()
+	return st.Apply(ev)
 }
 
 func missingBlobs(needed map[content.Digest]bool) error {

@@ -28,6 +28,10 @@ const (
 	Minor = 0
 )
 
+// MaxHead bounds a session's head in a manifest, so the entry count it
+// implies cannot overflow.
+const MaxHead = 1 << 40
+
 // Version is the version string this package writes.
 var Version = strconv.Itoa(Major) + "." + strconv.Itoa(Minor)
 
@@ -150,6 +154,9 @@ func (m *Manifest) validate() error {
 			if _, ok := heads[s.CloneOf]; !ok {
 				return bad("session %s is a clone of %s, which does not come before it", s.ID, s.CloneOf)
 			}
+		}
+		if s.Head > MaxHead {
+			return bad("session %s has head %d, over %d", s.ID, s.Head, int64(MaxHead))
 		}
 		if s.Head < s.First() {
 			return bad("session %s has head %d, before its first event %d", s.ID, s.Head, s.First())
