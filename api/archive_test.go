@@ -15,6 +15,7 @@ import (
 
 	"github.com/cairn-agents/cairn/api"
 	"github.com/cairn-agents/cairn/archive"
+	"github.com/cairn-agents/cairn/core"
 )
 
 // moved is what a session looks like through the API, for comparing a
@@ -387,5 +388,34 @@ func TestArchive_ExportCutOffIsAnError(t *testing.T) {
 	to := newEnv(t)
 	if _, err := to.c.Import(bg, bytes.NewReader(buf.Bytes()), false); err == nil {
 		t.Fatal("what a cut export wrote imports")
+	}
+}
+
+// A session exported during a run is taken up to its last committed event,
+// and its run goes on where it was once imported, as after a crash.
+func TestArchive_ARunInProgressGoesOnAfterTheMove(t *testing.T) {
+	from := newEnv(t)
+	sid := from.create(t, api.CreateSessionParams{SessionID: "busy"})
+	from.model.setHold(true)
+	run := from.start(t, sid, "take your time")
+	<-from.model.arrived // the model call is in flight
+	headThen := from.read(t, sid).Head
+	data := from.export(t, api.ExportParams{})
+	from.model.release <- struct{}{}
+	from.waitStatus(t, sid, run.RunID, core.StatusCompleted)
+
+	to := newEnv(t)
+	if _, err := to.c.Import(bg, bytes.NewReader(data), false); err != nil {
+		t.Fatal(err)
+	}
+	got := to.waitStatus(t, sid, run.RunID, core.StatusCompleted)
+	if got.Output == nil || got.Output.VisibleText() != "echo: take your time" {
+		t.Fatalf("the moved run = %+v", got)
+	}
+	if calls := to.model.calls(); calls != 1 {
+		t.Fatalf("%d model calls after the move", calls)
+	}
+	if evs := to.events(t, sid); !reflect.DeepEqual(evs[:headThen], from.events(t, sid)[:headThen]) {
+		t.Fatal("the moved session's events up to the export differ")
 	}
 }

@@ -152,7 +152,24 @@ func (s call) importArchive(ctx context.Context, body io.Reader, newIDs bool) (I
 	if err := s.commitImport(ctx, im); err != nil {
 		return ImportResult{}, err
 	}
+	// A session exported during a run goes on with it here, as after a
+	// crash: the host resumes its work from its log.
+	if rh, ok := s.host.(ResumeHost); ok {
+		for i, as := range im.m.Sessions {
+			if im.lives[i].Unfinished() {
+				if err := rh.Resume(ctx, im.to[as.ID]); err != nil {
+					s.log.Error("resuming an imported session failed", "session", im.to[as.ID], "err", err)
+				}
+			}
+		}
+	}
 	return im.result, nil
+}
+
+// ResumeHost is implemented by hosts that can drive the unfinished work of
+// a session written to their store by other means (an import).
+type ResumeHost interface {
+	Resume(ctx context.Context, sessionID string) error
 }
 
 // checkClashes maps the archived session ids to the ones they get here and

@@ -123,18 +123,28 @@ func (h *Host) Start(ctx context.Context) error {
 		return fmt.Errorf("listing unfinished sessions: %w", err)
 	}
 	for _, id := range ids {
-		s, err := h.session(ctx, id)
-		if err != nil {
-			return fmt.Errorf("resuming session %s: %w", id, err)
+		if err := h.Resume(ctx, id); err != nil {
+			return err
 		}
-		h.opt.Logger.Info("resuming session", "session", id)
-		s.mu.Lock()
-		h.pump(s)
-		s.mu.Unlock()
-		h.release(s)
 	}
 	h.work.Add(1)
 	go h.sweeper()
+	return nil
+}
+
+// Resume loads a session from its log and drives the work it left
+// unfinished: what Start does for each such session, and what an import
+// asks for a session it wrote.
+func (h *Host) Resume(ctx context.Context, sessionID string) error {
+	s, err := h.session(ctx, sessionID)
+	if err != nil {
+		return fmt.Errorf("resuming session %s: %w", sessionID, err)
+	}
+	h.opt.Logger.Info("resuming session", "session", sessionID)
+	s.mu.Lock()
+	h.pump(s)
+	s.mu.Unlock()
+	h.release(s)
 	return nil
 }
 

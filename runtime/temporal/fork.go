@@ -34,6 +34,12 @@ func (g *Gateway) ForkSession(ctx context.Context, req store.ForkRequest, at *co
 	return life, nil
 }
 
+// Resume starts the workflow of a session written to the store by other
+// means (an import), so it drives the work the session left unfinished.
+func (g *Gateway) Resume(ctx context.Context, sessionID string) error {
+	return g.startWorkflow(ctx, sessionID)
+}
+
 // startWorkflow starts the session's workflow unless it is running.
 func (g *Gateway) startWorkflow(ctx context.Context, sessionID string) error {
 	args := g.args
