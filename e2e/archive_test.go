@@ -102,6 +102,7 @@ func TestE2E_SessionsMoveBetweenEmbeddedAndHosted(t *testing.T) {
 		fakeStep{body: toolCallResponse("chatcmpl-1", "call_1", "vfs_read_file", `{"path":"/work/notes.md"}`)},
 		fakeStep{body: textResponse("chatcmpl-2", "Acorn 2.0 adds sync.")},
 		fakeStep{body: textResponse("chatcmpl-3", "Acorn 2.0: sync.")},
+		fakeStep{body: toolCallResponse("chatcmpl-4a", "call_2", "vfs_read_file", `{"path":"/work/notes.md"}`)},
 		fakeStep{body: textResponse("chatcmpl-4", "Moved to hosted.")},
 		fakeStep{body: textResponse("chatcmpl-5", "Back on the embedded store.")},
 		fakeStep{body: textResponse("chatcmpl-6", "Another embedded store.")},
@@ -169,6 +170,21 @@ func TestE2E_SessionsMoveBetweenEmbeddedAndHosted(t *testing.T) {
 		t.Fatalf("chat after the move: %v\n%s", err, out)
 	}
 	requestAfter(t, "embedded → hosted", before, fake.bodies()[3])
+	// The link resolves to the imported workspace: the model read the file.
+	type message struct {
+		ToolCallID string `json:"tool_call_id"`
+		Content    string `json:"content"`
+	}
+	var read struct {
+		Messages []message `json:"messages"`
+	}
+	if err := json.Unmarshal(fake.bodies()[4], &read); err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(read.Messages, func(m message) bool { return m.ToolCallID == "call_2" })
+	if i < 0 || !strings.Contains(read.Messages[i].Content, "Acorn 2.0 adds sync.\nAcorn 2.0 adds sync.") {
+		t.Fatalf("the read after the move did not return the workspace's file: %.600s", fake.bodies()[4])
+	}
 	// The same archive again sends nothing.
 	out, err = runCairn(t, keyed, "import", first, "--json", "--new-ids", "--addr", hosted.addr)
 	if err != nil || json.Unmarshal([]byte(out), &res) != nil || res.Blobs != 0 || res.Bytes != 0 || !res.Workspaces[0].Reused {
@@ -189,7 +205,7 @@ func TestE2E_SessionsMoveBetweenEmbeddedAndHosted(t *testing.T) {
 	if out, err := runCairn(t, nil, "chat", "--addr", back.addr, "--session", sid, "And back?"); err != nil || !strings.Contains(out, "Back on the embedded store.") {
 		t.Fatalf("chat after the move back: %v\n%s", err, out)
 	}
-	requestAfter(t, "hosted → embedded", fake.bodies()[3], fake.bodies()[4])
+	requestAfter(t, "hosted → embedded", fake.bodies()[4], fake.bodies()[5])
 
 	// From one embedded store to another, the first archive.
 	third := startServe(t, filepath.Join(dir, "three"), cfg, fakeKey)
@@ -200,7 +216,7 @@ func TestE2E_SessionsMoveBetweenEmbeddedAndHosted(t *testing.T) {
 	if out, err := runCairn(t, nil, "chat", "--addr", third.addr, "--session", sid, "Elsewhere?"); err != nil || !strings.Contains(out, "Another embedded store.") {
 		t.Fatalf("chat after the third move: %v\n%s", err, out)
 	}
-	requestAfter(t, "embedded → embedded", before, fake.bodies()[5])
+	requestAfter(t, "embedded → embedded", before, fake.bodies()[6])
 	if got := waitRun(t, third.client(), sid, lastRun(t, third.client(), sid)); got.Status != core.StatusCompleted {
 		t.Fatalf("run after the third move = %s", mustJSON(t, got))
 	}
