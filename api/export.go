@@ -54,7 +54,7 @@ func (s *Server) serveExport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := call{Server: s, host: host}
-	plan, err := c.exportPlan(r.Context(), p)
+	plan, err := c.planExport(r.Context(), p)
 	if err != nil {
 		e := s.toRPCError("export", err)
 		writeJSON(w, streamStatus(e), Response{JSONRPC: "2.0", ID: nullID, Error: e})
@@ -93,20 +93,14 @@ func (s *Server) archiveHost(w http.ResponseWriter, r *http.Request, mediaType s
 	return host, true
 }
 
-// exportPlan is an archive's manifest with where each session's events
-// come from.
-type exportPlan struct {
-	manifest archive.Manifest
-}
-
-// exportPlan pins each selected session at its head now, and collects
-// every blob the sessions and workspaces reach through the retention
-// graph's edges.
-func (s call) exportPlan(ctx context.Context, p ExportParams) (exportPlan, error) {
+// planExport is the manifest of an export: it pins each selected session
+// at its head now, and collects every blob the sessions and workspaces
+// reach through the retention graph's edges.
+func (s call) planExport(ctx context.Context, p ExportParams) (archive.Manifest, error) {
 	log := s.host.Log()
 	edges, ok := log.(store.Edges)
 	if !ok {
-		return exportPlan{}, unsupported("this server's store cannot export")
+		return archive.Manifest{}, unsupported("this server's store cannot export")
 	}
 	cat, _ := log.(store.Catalog)
 	files := s.host.Files()
@@ -114,10 +108,10 @@ func (s call) exportPlan(ctx context.Context, p ExportParams) (exportPlan, error
 	if len(ids) == 0 && len(names) == 0 {
 		var err error
 		if ids, err = allSessions(ctx, log); err != nil {
-			return exportPlan{}, err
+			return archive.Manifest{}, err
 		}
 		if names, err = allWorkspaces(ctx, files); err != nil {
-			return exportPlan{}, err
+			return archive.Manifest{}, err
 		}
 	}
 	r := reach{edges: edges, seen: map[content.Digest]bool{}}
@@ -131,13 +125,13 @@ func (s call) exportPlan(ctx context.Context, p ExportParams) (exportPlan, error
 	for _, id := range ids {
 		life, err := log.Session(ctx, id)
 		if err != nil {
-			return exportPlan{}, err
+			return archive.Manifest{}, err
 		}
 		as := archive.Session{ID: id, Head: life.Head, Title: life.Title, CreatedAtMs: life.CreatedAtMs}
 		if cat != nil {
 			src, err := cat.Source(ctx, id)
 			if err != nil {
-				return exportPlan{}, err
+				return archive.Manifest{}, err
 			}
 			switch {
 			case src == nil || !selected[src.SessionID]:
@@ -149,7 +143,7 @@ func (s call) exportPlan(ctx context.Context, p ExportParams) (exportPlan, error
 		}
 		st, err := runtime.StateAt(ctx, log, s.anyCheckpoints(), s.host.Blobs(), id, life.Head)
 		if err != nil {
-			return exportPlan{}, err
+			return archive.Manifest{}, err
 		}
 		as.Model, as.Tools = st.Config.Model, st.Config.Tools
 		for _, l := range st.Config.Links {
@@ -171,7 +165,7 @@ func (s call) exportPlan(ctx context.Context, p ExportParams) (exportPlan, error
 			return nil
 		})
 		if err != nil {
-			return exportPlan{}, err
+			return archive.Manifest{}, err
 		}
 		sessions[id] = as
 	}
@@ -179,28 +173,28 @@ func (s call) exportPlan(ctx context.Context, p ExportParams) (exportPlan, error
 	slices.Sort(wanted)
 	for _, name := range slices.Compact(wanted) {
 		if files == nil {
-			return exportPlan{}, unsupported("this server keeps no workspaces")
+			return archive.Manifest{}, unsupported("this server keeps no workspaces")
 		}
 		ws, err := files.Workspace(ctx, name)
 		if errors.Is(err, store.ErrWorkspaceNotFound) {
-			return exportPlan{}, newError(CodeDomain, KindNotFound, "workspace "+name+" not found")
+			return archive.Manifest{}, newError(CodeDomain, KindNotFound, "workspace "+name+" not found")
 		}
 		if err != nil {
-			return exportPlan{}, err
+			return archive.Manifest{}, err
 		}
 		m.Workspaces = append(m.Workspaces, archive.Workspace{Name: name, Head: ws.Head})
 		r.add(ws.Head)
 	}
 	r.add(snapshots...)
 	if err := r.close(ctx); err != nil {
-		return exportPlan{}, err
+		return archive.Manifest{}, err
 	}
 	m.Blobs, m.Edges = r.blobs(), r.found
 	content.SortDigests(snapshots)
 	m.Snapshots = slices.Compact(snapshots)
 	m.Sessions = lineageOrder(ids, sessions)
 	m.CreatedAtMs = s.host.NowMs()
-	return exportPlan{manifest: m}, nil
+	return m, nil
 }
 
 // lineageOrder lists the sessions of ids with each after the session it
@@ -251,12 +245,12 @@ func eachEvent(ctx context.Context, log store.SessionLog, s archive.Session, fn 
 
 // writeArchive writes the planned archive to w: blobs read one at a time,
 // events a page at a time, so memory stays bounded whatever its size.
-func (s call) writeArchive(ctx context.Context, w io.Writer, plan exportPlan) error {
-	aw, err := archive.NewWriter(w, plan.manifest)
+func (s call) writeArchive(ctx context.Context, w io.Writer, m archive.Manifest) error {
+	aw, err := archive.NewWriter(w, m)
 	if err != nil {
 		return err
 	}
-	for _, d := range plan.manifest.Blobs {
+	for _, d := range m.Blobs {
 		data, err := s.host.Blobs().Get(ctx, d)
 		if err != nil {
 			return err
@@ -265,7 +259,7 @@ func (s call) writeArchive(ctx context.Context, w io.Writer, plan exportPlan) er
 			return err
 		}
 	}
-	for i, as := range plan.manifest.Sessions {
+	for i, as := range m.Sessions {
 		if err := eachEvent(ctx, s.host.Log(), as, func(evs []core.Event) error { return aw.Events(i, evs) }); err != nil {
 			return err
 		}

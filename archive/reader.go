@@ -34,7 +34,7 @@ type Entry struct {
 // events' order. Next reports io.EOF only for an archive whose every
 // session reached its head; a stream that ends early is KindTruncated.
 // Blobs of the manifest that the stream leaves out are the caller's to
-// find (Received says which came).
+// find.
 type Reader struct {
 	zr       *zstd.Decoder
 	tr       *tar.Reader
@@ -46,7 +46,6 @@ type Reader struct {
 	session  int   // the session whose events are being read (-1: none yet)
 	chunk    int   // the next chunk of that session
 	next     int64 // the next seq of that session
-	received int
 	done     bool
 	buf      []byte
 }
@@ -94,9 +93,6 @@ func NewReader(r io.Reader, lim Limits) (*Reader, error) {
 
 // Close releases the decoder.
 func (r *Reader) Close() { r.zr.Close() }
-
-// Received is how many blob entries Next has returned.
-func (r *Reader) Received() int { return r.received }
 
 // header reads the next tar header, counting it against the entry limit.
 func (r *Reader) header() (*tar.Header, error) {
@@ -191,7 +187,6 @@ func (r *Reader) blob(h *tar.Header, d content.Digest) (Entry, error) {
 		return Entry{}, &Error{Kind: KindBlobMismatch, Entry: h.Name, Message: "its bytes hash to " + content.Sum(data).String()}
 	}
 	r.lastBlob = &d
-	r.received++
 	return Entry{Name: h.Name, Data: data, Blob: &d}, nil
 }
 

@@ -58,9 +58,6 @@ func newWriter(w io.Writer) (*Writer, error) {
 	return &Writer{zw: zw, tw: tar.NewWriter(zw), session: -1}, nil
 }
 
-// Manifest is the manifest being written.
-func (w *Writer) Manifest() Manifest { return *w.m }
-
 func (w *Writer) entry(name string, data []byte) error {
 	if err := w.tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Size: int64(len(data)), Mode: 0o644, ModTime: entryTime, Format: tar.FormatPAX}); err != nil {
 		return err

@@ -55,6 +55,11 @@ func serveCommand() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			stopProfile, err := cpuProfile()
+			if err != nil {
+				return err
+			}
+			defer stopProfile()
 			return serve(ctx, cmd, o)
 		},
 	}

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+)
+
+// cpuProfile starts a CPU profile into the file CAIRN_CPU_PROFILE names, if
+// it is set ("%p" in it becomes the process id, for a benchmark that
+// restarts the server), and returns what stops it: how the long-session
+// benchmarks see where a real server's time goes (`go tool pprof cairn FILE`).
+func cpuProfile() (stop func(), err error) {
+	path := os.Getenv("CAIRN_CPU_PROFILE")
+	if path == "" {
+		return func() {}, nil
+	}
+	path = strings.ReplaceAll(path, "%p", strconv.Itoa(os.Getpid()))
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("CAIRN_CPU_PROFILE: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("CAIRN_CPU_PROFILE: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
+}
