@@ -325,3 +325,44 @@ func noCredentials(t *testing.T, path string, secrets ...string) {
 		}
 	}
 }
+
+// A session exported in the middle of a model call goes on with that run
+// once imported on the Temporal host: its workflow starts at the import,
+// rehydrates from the log, and asks the model again.
+func TestE2E_TemporalResumesAnImportedRun(t *testing.T) {
+	fake := newFakeChat(t, fakeKey)
+	held := make(chan struct{})
+	fake.script(
+		fakeStep{body: textResponse("chatcmpl-1", "Too late."), release: held},
+		fakeStep{body: textResponse("chatcmpl-2", "Finished on a worker.")},
+	)
+	defer close(held)
+	dir := t.TempDir()
+	embedded := startServe(t, filepath.Join(dir, "data"), writeProviderConfig(t, dir, fake), fakeKey)
+	c := embedded.client()
+	ctx := context.Background()
+	created, err := c.CreateSession(ctx, api.CreateSessionParams{SessionID: "busy", Model: fakeModel()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := c.StartRun(ctx, api.RunStartParams{SessionID: created.SessionID, Input: textInput("Take your time.")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitArrived(t, fake, 0) // the model call is in flight
+	file := filepath.Join(dir, "busy.cairn")
+	if out, err := runCairn(t, nil, "export", "--addr", embedded.addr, "--out", file); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	embedded.kill(t) // the source stops: this is a move
+
+	d := newTemporalDeployment(t, fake)
+	d.startWorker(t, "worker-1", cairnBin)
+	if out, err := runCairn(t, []string{"CAIRN_API_KEY=" + d.key}, "import", file, "--addr", d.srv.addr); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	got := waitRun(t, d.client(), created.SessionID, run.RunID)
+	if got.Status != core.StatusCompleted || got.Output.VisibleText() != "Finished on a worker." {
+		t.Fatalf("the moved run = %s", mustJSON(t, got))
+	}
+}
