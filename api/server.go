@@ -393,7 +393,7 @@ func (s *Server) toRPCError(method string, err error) *Error {
 	case errors.As(err, &rpcErr):
 		return rpcErr
 	case errors.As(err, &refused):
-		return newError(CodeDomain, refused.Kind, refused.Error())
+		return newError(CodeDomain, refused.Kind, refused.Detail())
 	case errors.As(err, &rej):
 		e := newError(CodeDomain, rej.Kind, rej.Message)
 		e.Data.Expected, e.Data.Actual = rej.Expected, rej.Actual

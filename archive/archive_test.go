@@ -203,13 +203,15 @@ func TestRefusals(t *testing.T) {
 		lim  Limits
 		kind string
 	}{
-		"truncated mid-stream":    {data: whole[:len(whole)/2], kind: KindTruncated},
-		"truncated to nothing":    {data: nil, kind: KindTruncated},
-		"newer major version":     {data: rawManifest(t, `{"format":"cairn-archive","version":"2.0","sessions":[]}`), kind: KindVersion},
-		"not an archive manifest": {data: rawManifest(t, `{"format":"zip","version":"1.0"}`), kind: KindInvalid},
-		"oversized manifest":      {data: whole, lim: Limits{ManifestBytes: 10, BlobBytes: 1 << 20, EventsBytes: 1 << 20, Entries: 100}, kind: KindTooLarge},
-		"oversized blob":          {data: whole, lim: Limits{ManifestBytes: 1 << 20, BlobBytes: 3, EventsBytes: 1 << 20, Entries: 100}, kind: KindTooLarge},
-		"too many entries":        {data: whole, lim: Limits{ManifestBytes: 1 << 20, BlobBytes: 1 << 20, EventsBytes: 1 << 20, Entries: 2}, kind: KindTooLarge},
+		"truncated mid-stream":         {data: whole[:len(whole)/2], kind: KindTruncated},
+		"truncated to nothing":         {data: nil, kind: KindTruncated},
+		"truncated in its first bytes": {data: whole[:12], kind: KindTruncated},
+		"not an archive":               {data: []byte("PK\x03\x04 a zip file, say"), kind: KindInvalid},
+		"newer major version":          {data: rawManifest(t, `{"format":"cairn-archive","version":"2.0","sessions":[]}`), kind: KindVersion},
+		"not an archive manifest":      {data: rawManifest(t, `{"format":"zip","version":"1.0"}`), kind: KindInvalid},
+		"oversized manifest":           {data: whole, lim: Limits{ManifestBytes: 10, BlobBytes: 1 << 20, EventsBytes: 1 << 20, Entries: 100}, kind: KindTooLarge},
+		"oversized blob":               {data: whole, lim: Limits{ManifestBytes: 1 << 20, BlobBytes: 3, EventsBytes: 1 << 20, Entries: 100}, kind: KindTooLarge},
+		"too many entries":             {data: whole, lim: Limits{ManifestBytes: 1 << 20, BlobBytes: 1 << 20, EventsBytes: 1 << 20, Entries: 2}, kind: KindTooLarge},
 		"tampered blob": {data: rewrite(t, s, func(m *Manifest, blobs [][]byte, events [][]core.Event) ([][]byte, [][]core.Event) {
 			tampered := append([]byte{}, blobs[0]...)
 			tampered[0] ^= 1

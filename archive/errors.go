@@ -31,11 +31,15 @@ type Error struct {
 	Message string
 }
 
-func (e *Error) Error() string {
+// Error is the kind and the detail, as the CLI prints an API error.
+func (e *Error) Error() string { return e.Kind + ": " + e.Detail() }
+
+// Detail names the entry that failed, if any, and why.
+func (e *Error) Detail() string {
 	if e.Entry == "" {
-		return "archive: " + e.Message
+		return e.Message
 	}
-	return fmt.Sprintf("archive entry %s: %s", e.Entry, e.Message)
+	return fmt.Sprintf("entry %s: %s", e.Entry, e.Message)
 }
 
 func invalid(entry, msg string) *Error { return &Error{Kind: KindInvalid, Entry: entry, Message: msg} }

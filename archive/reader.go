@@ -57,10 +57,7 @@ func NewReader(r io.Reader, lim Limits) (*Reader, error) {
 		return nil, err
 	}
 	ar := &Reader{zr: zr, tr: tar.NewReader(zr), lim: lim, session: -1}
-	h, err := ar.header()
-	if err == io.EOF {
-		err = &Error{Kind: KindTruncated, Message: "the stream holds no entry"}
-	}
+	h, err := ar.first()
 	if err != nil {
 		zr.Close()
 		return nil, err
@@ -89,6 +86,25 @@ func NewReader(r io.Reader, lim Limits) (*Reader, error) {
 	}
 	ar.maxEntry = min(ar.maxEntry, lim.Entries)
 	return ar, nil
+}
+
+// first reads the first entry's header: a stream that is no zstd tar at
+// all is not an archive, one that ends early is a truncated one.
+func (r *Reader) first() (*tar.Header, error) {
+	h, err := r.tr.Next()
+	switch {
+	case err == io.EOF:
+		return nil, &Error{Kind: KindTruncated, Message: "the stream holds no entry"}
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return nil, truncated(err)
+	case err != nil:
+		return nil, invalid("", "this is not a Cairn archive (a zstd-compressed tar stream that starts with "+ManifestName+")")
+	}
+	r.entries++
+	if h.Typeflag != tar.TypeReg {
+		return nil, invalid(h.Name, "not a regular file entry")
+	}
+	return h, nil
 }
 
 // Close releases the decoder.

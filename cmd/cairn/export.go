@@ -39,7 +39,7 @@ func exportCommand() *cobra.Command {
 			// never leaves a FILE that looks whole.
 			f, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".*.partial")
 			if err != nil {
-				return err
+				return fmt.Errorf("cannot write %s: %w", out, errors.Unwrap(err))
 			}
 			defer os.Remove(f.Name())
 			n, err := c.Export(cmd.Context(), p, f)
