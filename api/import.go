@@ -318,9 +318,9 @@ func missingBlobs(needed map[content.Digest]bool) error {
 		"%d blobs the manifest lists are neither in the archive nor here (%s…)", len(needed), strings.Join(names, ", "))}
 }
 
-// commitImport records the archive's edges and snapshots, creates its
-// workspaces, then all its sessions in one transaction, in manifest order:
-// a fork after its source, which it forks here at the same seq.
+// commitImport records the archive's edges, then creates its snapshots,
+// workspaces and sessions in one transaction, the sessions in manifest
+// order: a fork after its source, which it forks here at the same seq.
 func (s call) commitImport(ctx context.Context, im *importing) error {
 	files := s.host.Files()
 	for _, e := range im.m.Edges {
@@ -334,21 +334,6 @@ func (s call) commitImport(ctx context.Context, im *importing) error {
 			return err
 		}
 	}
-	if files != nil {
-		for _, d := range im.m.Snapshots {
-			if _, err := files.PutSnapshot(ctx, d); err != nil {
-				return err
-			}
-		}
-		for _, aw := range im.created {
-			if _, err := files.CreateWorkspace(ctx, aw.Name, aw.Head); err != nil {
-				if errors.Is(err, store.ErrWorkspaceExists) {
-					return newError(CodeDomain, KindWorkspaceExists, "workspace "+aw.Name+" was created here while the import ran")
-				}
-				return err
-			}
-		}
-	}
 	sessions := make([]store.ImportedSession, len(im.m.Sessions))
 	for i, as := range im.m.Sessions {
 		sessions[i] = store.ImportedSession{SessionID: im.to[as.ID], Fork: im.forkRequest(i), Events: im.events.events(i)}
@@ -356,10 +341,20 @@ func (s call) commitImport(ctx context.Context, im *importing) error {
 			sessions[i].CloneOf = im.to[as.CloneOf]
 		}
 	}
-	// Every session or none: a server that dies here leaves no half.
-	err := s.host.Log().(store.Importer).Import(ctx, sessions)
-	if errors.Is(err, store.ErrSessionExists) {
+	b := store.ImportBatch{Sessions: sessions}
+	if files != nil { // the same store as the log in every host
+		b.Snapshots = im.m.Snapshots
+		for _, aw := range im.created {
+			b.Workspaces = append(b.Workspaces, store.Workspace{Name: aw.Name, Head: aw.Head})
+		}
+	}
+	// All of it or none: a server that dies here leaves no half.
+	err := s.host.Log().(store.Importer).Import(ctx, b)
+	switch {
+	case errors.Is(err, store.ErrSessionExists):
 		return newError(CodeDomain, core.RejectSessionExists, "a session of the archive was created here while the import ran: "+err.Error())
+	case errors.Is(err, store.ErrWorkspaceExists):
+		return newError(CodeDomain, KindWorkspaceExists, "a workspace of the archive was created here while the import ran: "+err.Error())
 	}
 	return err
 }

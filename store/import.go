@@ -8,17 +8,28 @@ import (
 	"github.com/cairn-agents/cairn/core"
 )
 
-// Importer creates sessions whose histories come from elsewhere (an
-// archive), all of them in one transaction: when any part fails, none of
-// them exists.
+// Importer creates sessions and workspaces whose histories come from
+// elsewhere (an archive), all in one transaction: when any part fails,
+// none of them exists.
 type Importer interface {
-	// Import creates the sessions in order. Each gets its events with the
-	// seqs they had (from 1, or from a fork's point + 1), its roots, and
-	// its lineage, and its lifecycle projection from those events. A taken
-	// id is ErrSessionExists; a ref to an absent blob is a
-	// *blob.MissingError; an invalid session or event matches
-	// ErrInvalidAppend or ErrInvalidFork.
-	Import(ctx context.Context, sessions []ImportedSession) error
+	// Import records b's snapshots, creates its workspaces, then its
+	// sessions in order. Each session gets its events with the seqs they
+	// had (from 1, or from a fork's point + 1), its roots, and its lineage,
+	// and its lifecycle projection from those events. A taken id is
+	// ErrSessionExists and a taken workspace name ErrWorkspaceExists; a ref
+	// or head to an absent blob is a *blob.MissingError; an invalid
+	// session or event matches ErrInvalidAppend or ErrInvalidFork.
+	Import(ctx context.Context, b ImportBatch) error
+}
+
+// ImportBatch is what one Import creates.
+type ImportBatch struct {
+	// Snapshots are recorded; one recorded already stays as it is.
+	Snapshots []content.Digest
+	// Workspaces are created at revision 1 with their Head (their other
+	// fields are the store's to set).
+	Workspaces []Workspace
+	Sessions   []ImportedSession
 }
 
 // ImportedSession is one session of an Import.

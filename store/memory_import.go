@@ -11,11 +11,33 @@ import (
 
 var _ Importer = (*Memory)(nil)
 
-// Import implements Importer: the sessions are built aside and added
-// together once every one of them is whole.
-func (m *Memory) Import(ctx context.Context, sessions []ImportedSession) error {
+// Import implements Importer: everything is built aside and added
+// together once every part of it is whole.
+func (m *Memory) Import(ctx context.Context, b ImportBatch) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	for _, d := range b.Snapshots {
+		if err := PrepareSnapshot(d); err != nil {
+			return err
+		}
+		if err := m.requireBlob(ctx, "put snapshot "+d.String(), d); err != nil {
+			return err
+		}
+	}
+	workspaces := map[string]Workspace{}
+	now := m.now().UnixMilli()
+	for _, w := range b.Workspaces {
+		if err := PrepareWorkspace(w.Name, w.Head); err != nil {
+			return err
+		}
+		if _, ok := m.workspaces[w.Name]; ok || workspaces[w.Name].Name != "" {
+			return fmt.Errorf("%w: %s", ErrWorkspaceExists, w.Name)
+		}
+		if err := m.requireBlob(ctx, "create workspace "+w.Name, w.Head); err != nil {
+			return err
+		}
+		workspaces[w.Name] = Workspace{Name: w.Name, Revision: 1, Head: w.Head, CreatedAtMs: now, UpdatedAtMs: now}
+	}
 	built := map[string]*memSession{}
 	lookup := func(id string) *memSession {
 		if s := built[id]; s != nil {
@@ -23,7 +45,7 @@ func (m *Memory) Import(ctx context.Context, sessions []ImportedSession) error {
 		}
 		return m.sessions[id]
 	}
-	for _, is := range sessions {
+	for _, is := range b.Sessions {
 		if err := PrepareImport(is); err != nil {
 			return err
 		}
@@ -74,6 +96,14 @@ func (m *Memory) Import(ctx context.Context, sessions []ImportedSession) error {
 	}
 	for id, s := range built {
 		m.sessions[id] = s
+	}
+	for name, w := range workspaces {
+		m.workspaces[name] = w
+	}
+	for _, d := range b.Snapshots {
+		if _, ok := m.snapshots[d]; !ok {
+			m.snapshots[d] = Snapshot{Manifest: d, CreatedAtMs: now}
+		}
 	}
 	return nil
 }

@@ -16,9 +16,27 @@ import (
 var _ store.Importer = (*Store)(nil)
 
 // Import implements store.Importer in one transaction.
-func (s *Store) Import(ctx context.Context, sessions []store.ImportedSession) error {
+func (s *Store) Import(ctx context.Context, b store.ImportBatch) error {
+	now := s.now().UnixMilli()
 	return inTx(ctx, s.pool, func(tx pgx.Tx) error {
-		for _, is := range sessions {
+		for _, d := range b.Snapshots {
+			if err := store.PrepareSnapshot(d); err != nil {
+				return err
+			}
+			if err := s.putSnapshotIn(ctx, tx, &store.Snapshot{Manifest: d}, now); err != nil {
+				return err
+			}
+		}
+		for _, w := range b.Workspaces {
+			if err := store.PrepareWorkspace(w.Name, w.Head); err != nil {
+				return err
+			}
+			w := store.Workspace{Name: w.Name, Revision: 1, Head: w.Head, CreatedAtMs: now, UpdatedAtMs: now}
+			if err := s.createWorkspaceIn(ctx, tx, w); err != nil {
+				return err
+			}
+		}
+		for _, is := range b.Sessions {
 			if err := s.importIn(ctx, tx, is); err != nil {
 				return err
 			}

@@ -65,35 +65,38 @@ func (s *Store) CreateWorkspace(ctx context.Context, name string, head content.D
 	}
 	now := s.now().UnixMilli()
 	w := store.Workspace{Name: name, Revision: 1, Head: head, CreatedAtMs: now, UpdatedAtMs: now}
-	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
-		// A taken name is reported before an absent head, as in every backend;
-		// a creator racing past this check still loses at the INSERT.
-		var exists bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM workspaces WHERE universe = $1 AND name = $2)`,
-			s.universe, name).Scan(&exists); err != nil {
-			return fmt.Errorf("postgres: create workspace %s: %w", name, err)
-		}
-		if exists {
-			return fmt.Errorf("%w: %s", store.ErrWorkspaceExists, name)
-		}
-		if err := s.lockBlob(ctx, tx, head); err != nil {
-			return wrapUnlessMissing("create workspace "+name, err)
-		}
-		tag, err := tx.Exec(ctx, `INSERT INTO workspaces (universe, `+workspaceColumns+`)
-			VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (universe, name) DO NOTHING`,
-			s.universe, name, w.Revision, head[:], w.CreatedAtMs, w.UpdatedAtMs)
-		if err != nil {
-			return fmt.Errorf("postgres: create workspace %s: %w", name, err)
-		}
-		if tag.RowsAffected() == 0 {
-			return fmt.Errorf("%w: %s", store.ErrWorkspaceExists, name)
-		}
-		return nil
-	})
-	if err != nil {
+	if err := inTx(ctx, s.pool, func(tx pgx.Tx) error { return s.createWorkspaceIn(ctx, tx, w) }); err != nil {
 		return store.Workspace{}, err
 	}
 	return w, nil
+}
+
+// createWorkspaceIn inserts w in tx, unless its name is taken or its head
+// absent.
+func (s *Store) createWorkspaceIn(ctx context.Context, tx pgx.Tx, w store.Workspace) error {
+	// A taken name is reported before an absent head, as in every backend;
+	// a creator racing past this check still loses at the INSERT.
+	var exists bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM workspaces WHERE universe = $1 AND name = $2)`,
+		s.universe, w.Name).Scan(&exists); err != nil {
+		return fmt.Errorf("postgres: create workspace %s: %w", w.Name, err)
+	}
+	if exists {
+		return fmt.Errorf("%w: %s", store.ErrWorkspaceExists, w.Name)
+	}
+	if err := s.lockBlob(ctx, tx, w.Head); err != nil {
+		return wrapUnlessMissing("create workspace "+w.Name, err)
+	}
+	tag, err := tx.Exec(ctx, `INSERT INTO workspaces (universe, `+workspaceColumns+`)
+		VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (universe, name) DO NOTHING`,
+		s.universe, w.Name, w.Revision, w.Head[:], w.CreatedAtMs, w.UpdatedAtMs)
+	if err != nil {
+		return fmt.Errorf("postgres: create workspace %s: %w", w.Name, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("%w: %s", store.ErrWorkspaceExists, w.Name)
+	}
+	return nil
 }
 
 // Workspace implements store.Workspaces.
@@ -188,25 +191,28 @@ func (s *Store) PutSnapshot(ctx context.Context, manifest content.Digest) (store
 		return store.Snapshot{}, err
 	}
 	snap := store.Snapshot{Manifest: manifest}
-	err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := s.lockBlob(ctx, tx, manifest); err != nil {
-			return wrapUnlessMissing("put snapshot "+manifest.String(), err)
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO snapshots (universe, manifest, created_at_ms) VALUES ($1, $2, $3)
-			ON CONFLICT (universe, manifest) DO NOTHING`, s.universe, manifest[:], s.now().UnixMilli()); err != nil {
-			return fmt.Errorf("postgres: put snapshot %s: %w", manifest, err)
-		}
-		// The first record wins, whether this call or an earlier one wrote it.
-		if err := tx.QueryRow(ctx, `SELECT created_at_ms FROM snapshots WHERE universe = $1 AND manifest = $2`,
-			s.universe, manifest[:]).Scan(&snap.CreatedAtMs); err != nil {
-			return fmt.Errorf("postgres: put snapshot %s: %w", manifest, err)
-		}
-		return nil
-	})
-	if err != nil {
+	if err := inTx(ctx, s.pool, func(tx pgx.Tx) error { return s.putSnapshotIn(ctx, tx, &snap, s.now().UnixMilli()) }); err != nil {
 		return store.Snapshot{}, err
 	}
 	return snap, nil
+}
+
+// putSnapshotIn records snap's manifest in tx at atMs, and reads the first
+// record, this one or an earlier one, into snap.
+func (s *Store) putSnapshotIn(ctx context.Context, tx pgx.Tx, snap *store.Snapshot, atMs int64) error {
+	if err := s.lockBlob(ctx, tx, snap.Manifest); err != nil {
+		return wrapUnlessMissing("put snapshot "+snap.Manifest.String(), err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO snapshots (universe, manifest, created_at_ms) VALUES ($1, $2, $3)
+		ON CONFLICT (universe, manifest) DO NOTHING`, s.universe, snap.Manifest[:], atMs); err != nil {
+		return fmt.Errorf("postgres: put snapshot %s: %w", snap.Manifest, err)
+	}
+	// The first record wins, whether this call or an earlier one wrote it.
+	if err := tx.QueryRow(ctx, `SELECT created_at_ms FROM snapshots WHERE universe = $1 AND manifest = $2`,
+		s.universe, snap.Manifest[:]).Scan(&snap.CreatedAtMs); err != nil {
+		return fmt.Errorf("postgres: put snapshot %s: %w", snap.Manifest, err)
+	}
+	return nil
 }
 
 // Snapshot implements store.Workspaces.

@@ -59,28 +59,31 @@ func (s *Store) CreateWorkspace(ctx context.Context, name string, head content.D
 	}
 	now := s.nowMs()
 	w := store.Workspace{Name: name, Revision: 1, Head: head, CreatedAtMs: now, UpdatedAtMs: now}
-	err := s.writeTx(ctx, func(tx stmtTx) error {
-		var exists bool
-		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM workspaces WHERE universe = ? AND name = ?)`,
-			s.universe, name).Scan(&exists); err != nil {
-			return fmt.Errorf("sqlite: create workspace %s: %w", name, err)
-		}
-		if exists {
-			return fmt.Errorf("%w: %s", store.ErrWorkspaceExists, name)
-		}
-		if err := s.requireBlob(ctx, tx, head); err != nil {
-			return wrapUnlessMissing("create workspace "+name, err)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO workspaces (universe, `+workspaceColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
-			s.universe, name, w.Revision, head.String(), w.CreatedAtMs, w.UpdatedAtMs); err != nil {
-			return fmt.Errorf("sqlite: create workspace %s: %w", name, err)
-		}
-		return nil
-	})
-	if err != nil {
+	if err := s.writeTx(ctx, func(tx stmtTx) error { return s.createWorkspaceIn(ctx, tx, w) }); err != nil {
 		return store.Workspace{}, err
 	}
 	return w, nil
+}
+
+// createWorkspaceIn inserts w in tx, unless its name is taken or its head
+// absent.
+func (s *Store) createWorkspaceIn(ctx context.Context, tx stmtTx, w store.Workspace) error {
+	var exists bool
+	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM workspaces WHERE universe = ? AND name = ?)`,
+		s.universe, w.Name).Scan(&exists); err != nil {
+		return fmt.Errorf("sqlite: create workspace %s: %w", w.Name, err)
+	}
+	if exists {
+		return fmt.Errorf("%w: %s", store.ErrWorkspaceExists, w.Name)
+	}
+	if err := s.requireBlob(ctx, tx, w.Head); err != nil {
+		return wrapUnlessMissing("create workspace "+w.Name, err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO workspaces (universe, `+workspaceColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
+		s.universe, w.Name, w.Revision, w.Head.String(), w.CreatedAtMs, w.UpdatedAtMs); err != nil {
+		return fmt.Errorf("sqlite: create workspace %s: %w", w.Name, err)
+	}
+	return nil
 }
 
 // wrapUnlessMissing leaves a *blob.MissingError as it is, for callers that
@@ -179,28 +182,31 @@ func (s *Store) PutSnapshot(ctx context.Context, manifest content.Digest) (store
 		return store.Snapshot{}, err
 	}
 	snap := store.Snapshot{Manifest: manifest, CreatedAtMs: s.nowMs()}
-	err := s.writeTx(ctx, func(tx stmtTx) error {
-		err := tx.QueryRowContext(ctx, `SELECT created_at_ms FROM snapshots WHERE universe = ? AND manifest = ?`,
-			s.universe, manifest.String()).Scan(&snap.CreatedAtMs)
-		if err == nil {
-			return nil // already recorded: keep the first record
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("sqlite: put snapshot %s: %w", manifest, err)
-		}
-		if err := s.requireBlob(ctx, tx, manifest); err != nil {
-			return wrapUnlessMissing("put snapshot "+manifest.String(), err)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO snapshots (universe, manifest, created_at_ms) VALUES (?, ?, ?)`,
-			s.universe, manifest.String(), snap.CreatedAtMs); err != nil {
-			return fmt.Errorf("sqlite: put snapshot %s: %w", manifest, err)
-		}
-		return nil
-	})
-	if err != nil {
+	if err := s.writeTx(ctx, func(tx stmtTx) error { return s.putSnapshotIn(ctx, tx, &snap) }); err != nil {
 		return store.Snapshot{}, err
 	}
 	return snap, nil
+}
+
+// putSnapshotIn records snap in tx, or reads the record already there into
+// it.
+func (s *Store) putSnapshotIn(ctx context.Context, tx stmtTx, snap *store.Snapshot) error {
+	err := tx.QueryRowContext(ctx, `SELECT created_at_ms FROM snapshots WHERE universe = ? AND manifest = ?`,
+		s.universe, snap.Manifest.String()).Scan(&snap.CreatedAtMs)
+	if err == nil {
+		return nil // already recorded: keep the first record
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("sqlite: put snapshot %s: %w", snap.Manifest, err)
+	}
+	if err := s.requireBlob(ctx, tx, snap.Manifest); err != nil {
+		return wrapUnlessMissing("put snapshot "+snap.Manifest.String(), err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO snapshots (universe, manifest, created_at_ms) VALUES (?, ?, ?)`,
+		s.universe, snap.Manifest.String(), snap.CreatedAtMs); err != nil {
+		return fmt.Errorf("sqlite: put snapshot %s: %w", snap.Manifest, err)
+	}
+	return nil
 }
 
 // Snapshot implements store.Workspaces.

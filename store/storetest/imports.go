@@ -49,12 +49,13 @@ func testImportCreatesSessionsWithLineage(f *fixture) {
 	im := f.importer()
 	d := f.put("imported blob")
 	a := append([]core.Proposal{opened("a", 1000), refs(1001, textRef(d))}, notes("a", 3, 6)...)
-	err := im.Import(f.ctx, []store.ImportedSession{
+	ws := f.put("a workspace's head")
+	err := im.Import(f.ctx, store.ImportBatch{Snapshots: []content.Digest{ws}, Workspaces: []store.Workspace{{Name: "docs", Head: ws}}, Sessions: []store.ImportedSession{
 		{SessionID: "a", Events: chunks(4, a...)},
 		{SessionID: "b", Fork: &store.ForkRequest{SessionID: "b", Source: "a", AtSeq: 4, AtMs: 7000, Projection: forkProjection},
 			Events: chunks(1, notes("b", 5, 6)...)},
 		{SessionID: "c", CloneOf: "a", Events: chunks(10, opened("c", 8000))},
-	})
+	}})
 	if err != nil {
 		f.t.Fatalf("Import: %v", err)
 	}
@@ -89,36 +90,54 @@ func testImportCreatesSessionsWithLineage(f *fixture) {
 			f.t.Fatalf("a's roots = %v, %v", got, err)
 		}
 	}
+	if wss, ok := f.log.(store.Workspaces); ok {
+		if w, err := wss.Workspace(f.ctx, "docs"); err != nil || w.Head != ws || w.Revision != 1 {
+			f.t.Fatalf("the imported workspace = %+v, %v", w, err)
+		}
+		if _, err := wss.Snapshot(f.ctx, ws); err != nil {
+			f.t.Fatalf("the imported snapshot: %v", err)
+		}
+	}
 	// The imported sessions are ordinary ones: they append on.
 	f.append("b", 6, note("b 7"))
 }
 
-// A failure anywhere in an import leaves none of its sessions: a taken
-// id, a ref to an absent blob, a source that does not exist, or events
-// that stop with an error after some chunks went in.
+// A failure anywhere in an import leaves none of its sessions and
+// workspaces: a taken id or workspace name, a ref to an absent blob, a
+// source that does not exist, or events that stop with an error after
+// some chunks went in.
 func testImportIsAllOrNothing(f *fixture) {
 	im := f.importer()
 	f.append("taken", 0, opened("taken", 1))
 	absentBlob := content.Sum([]byte("never stored"))
+	wss, _ := f.log.(store.Workspaces)
+	head := f.put("a head")
+	if wss != nil {
+		if _, err := wss.CreateWorkspace(f.ctx, "taken", head); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	fresh := []store.Workspace{{Name: "fresh", Head: head}}
 	cases := map[string]struct {
-		sessions []store.ImportedSession
-		want     func(error) bool
+		sessions   []store.ImportedSession
+		want       func(error) bool
+		workspaces []store.Workspace
 	}{
 		"taken id": {[]store.ImportedSession{
 			{SessionID: "new", Events: chunks(1, opened("new", 1))},
 			{SessionID: "taken", Events: chunks(1, opened("taken", 1))},
-		}, func(err error) bool { return errors.Is(err, store.ErrSessionExists) }},
+		}, func(err error) bool { return errors.Is(err, store.ErrSessionExists) }, fresh},
 		"absent blob": {[]store.ImportedSession{
 			{SessionID: "new", Events: chunks(1, opened("new", 1), note("new 2"))},
 			{SessionID: "other", Events: chunks(1, opened("other", 1), refs(2, textRef(absentBlob)))},
 		}, func(err error) bool {
 			var m *blob.MissingError
 			return errors.As(err, &m) && slices.Equal(m.Digests, []content.Digest{absentBlob})
-		}},
+		}, fresh},
 		"absent source": {[]store.ImportedSession{
 			{SessionID: "new", Events: chunks(1, opened("new", 1))},
 			{SessionID: "fork", Fork: &store.ForkRequest{SessionID: "fork", Source: "nowhere", AtSeq: 1, Projection: forkProjection}, Events: chunks(1)},
-		}, func(err error) bool { return errors.Is(err, store.ErrSessionNotFound) }},
+		}, func(err error) bool { return errors.Is(err, store.ErrSessionNotFound) }, fresh},
 		"events cut off": {[]store.ImportedSession{
 			{SessionID: "new", Events: func(yield func([]core.Proposal) error) error {
 				if err := yield([]core.Proposal{opened("new", 1), note("new 2")}); err != nil {
@@ -126,11 +145,25 @@ func testImportIsAllOrNothing(f *fixture) {
 				}
 				return errors.New("the stream ended")
 			}},
-		}, func(err error) bool { return err != nil && err.Error() == "the stream ended" }},
+		}, func(err error) bool { return err != nil && err.Error() == "the stream ended" }, fresh},
+		"taken workspace": {[]store.ImportedSession{
+			{SessionID: "new", Events: chunks(1, opened("new", 1))},
+		}, func(err error) bool { return errors.Is(err, store.ErrWorkspaceExists) }, append(fresh, store.Workspace{Name: "taken", Head: head})},
 	}
 	for name, tc := range cases {
-		if err := im.Import(f.ctx, tc.sessions); !tc.want(err) {
+		b := store.ImportBatch{Sessions: tc.sessions}
+		if wss != nil {
+			b.Workspaces = tc.workspaces
+		} else if name == "taken workspace" {
+			continue
+		}
+		if err := im.Import(f.ctx, b); !tc.want(err) {
 			f.t.Fatalf("%s: Import = %v", name, err)
+		}
+		if wss != nil {
+			if _, err := wss.Workspace(f.ctx, "fresh"); !errors.Is(err, store.ErrWorkspaceNotFound) {
+				f.t.Fatalf("%s: the refused import created a workspace (%v)", name, err)
+			}
 		}
 		for _, id := range []string{"new", "other", "fork"} {
 			f.wantNotFound(id)
