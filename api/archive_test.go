@@ -95,6 +95,11 @@ func source(t *testing.T) (*env, string, string, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A fork with no events of its own, and a fork of the fork at a point
+	// in the prefix it inherits.
+	e.fork(t, api.SessionForkParams{SessionID: sid, NewSessionID: "acorn-idle"})
+	inherited := e.read(t, fork).Source.AtSeq
+	e.fork(t, api.SessionForkParams{SessionID: fork, NewSessionID: "acorn-early", AtSeq: &inherited})
 	return e, sid, fork, clone.SessionID
 }
 
@@ -110,10 +115,10 @@ func TestArchive_UniverseMovesAsItWas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Sessions) != 3 || res.Blobs == 0 || res.Bytes == 0 || res.Skipped != 0 || len(res.Workspaces) != 1 || res.Workspaces[0].Reused {
+	if len(res.Sessions) != 5 || res.Blobs == 0 || res.Bytes == 0 || res.Skipped != 0 || len(res.Workspaces) != 1 || res.Workspaces[0].Reused {
 		t.Fatalf("import = %+v", res)
 	}
-	for _, id := range []string{sid, fork, clone} {
+	for _, id := range []string{sid, fork, clone, "acorn-idle", "acorn-early"} {
 		before, after := from.moved(t, id), to.moved(t, id)
 		if !reflect.DeepEqual(before, after) {
 			a, _ := json.Marshal(before)

@@ -217,15 +217,28 @@ func (s call) checkClashes(ctx context.Context, im *importing, newIDs bool) erro
 	return nil
 }
 
+// pointSource is the session whose events in the archive pass the fork
+// point of session i: its source, or, when the point lies in the prefix
+// that source itself inherits, that source's source, and so on.
+func (im *importing) pointSource(i int) int {
+	index := func(id string) int {
+		return slices.IndexFunc(im.m.Sessions, func(s archive.Session) bool { return s.ID == id })
+	}
+	at := im.m.Sessions[i].ForkOf.AtSeq
+	src := index(im.m.Sessions[i].ForkOf.SessionID)
+	for f := im.m.Sessions[src].ForkOf; f != nil && at <= f.AtSeq; f = im.m.Sessions[src].ForkOf {
+		src = index(f.SessionID)
+	}
+	return src
+}
+
 // startLives sets each session's projection before its first archived
 // event, and marks the seqs whose projection a fork starts from.
 func (im *importing) startLives() {
-	index := map[string]int{}
 	im.lives = make([]core.Lifecycle, len(im.m.Sessions))
 	for i, as := range im.m.Sessions {
-		index[as.ID] = i
 		if as.ForkOf != nil {
-			src := index[as.ForkOf.SessionID]
+			src := im.pointSource(i)
 			if im.forkPoints[src] == nil {
 				im.forkPoints[src] = map[int64]core.Lifecycle{}
 			}
@@ -244,7 +257,7 @@ func (im *importing) forkRequest(i int) *store.ForkRequest {
 	if as.ForkOf == nil {
 		return nil
 	}
-	src := slices.IndexFunc(im.m.Sessions, func(s archive.Session) bool { return s.ID == as.ForkOf.SessionID })
+	src := im.pointSource(i)
 	req := store.ForkRequest{SessionID: im.to[as.ID], Source: im.to[as.ForkOf.SessionID], AtSeq: as.ForkOf.AtSeq, AtMs: as.CreatedAtMs,
 		Projection: im.forkPoints[src][as.ForkOf.AtSeq]}
 	return &req
@@ -259,8 +272,7 @@ func (im *importing) addEvents(e archive.Entry) error {
 		im.state = core.NewState()
 		if req := im.forkRequest(e.Session); req != nil {
 			im.lives[e.Session] = store.ForkProjection(*req)
-			src := slices.IndexFunc(im.m.Sessions, func(s archive.Session) bool { return s.ID == as.ForkOf.SessionID })
-			st, err := core.DecodeCheckpoint(im.forkStates[src][as.ForkOf.AtSeq])
+			st, err := core.DecodeCheckpoint(im.forkStates[im.pointSource(e.Session)][as.ForkOf.AtSeq])
 			if err != nil {
 				return err
 			}

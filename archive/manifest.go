@@ -77,6 +77,10 @@ type Session struct {
 	Tools       []string            `json:"tools,omitempty"`
 }
 
+// Empty reports whether the archive holds no event of the session: a
+// fork with lineage that has none of its own yet.
+func (s Session) Empty() bool { return s.Head == s.First()-1 }
+
 // First is the seq of the session's first event in the archive.
 func (s Session) First() int64 {
 	if s.ForkOf != nil {
@@ -158,7 +162,7 @@ func (m *Manifest) validate() error {
 		if s.Head > MaxHead {
 			return bad("session %s has head %d, over %d", s.ID, s.Head, int64(MaxHead))
 		}
-		if s.Head < s.First() {
+		if s.Head < s.First()-1 || s.Head < 1 {
 			return bad("session %s has head %d, before its first event %d", s.ID, s.Head, s.First())
 		}
 		heads[s.ID] = s.Head

@@ -211,8 +211,11 @@ func (r *Reader) events(h *tar.Header, session, chunk int) (Entry, error) {
 		if err := r.endSession(h.Name); err != nil {
 			return Entry{}, err
 		}
-		if session != r.session+1 || session >= len(r.Manifest.Sessions) {
+		if session <= r.session || session >= len(r.Manifest.Sessions) {
 			return Entry{}, invalid(h.Name, "events of a session out of the manifest's order")
+		}
+		if err := r.emptyUpTo(h.Name, session); err != nil {
+			return Entry{}, err
 		}
 		r.session, r.chunk, r.next = session, 0, r.Manifest.Sessions[session].First()
 	}
@@ -251,20 +254,29 @@ func (r *Reader) endSession(entry string) error {
 	return nil
 }
 
+// emptyUpTo checks that the sessions between the one read last and i hold
+// no events: the stream skipped them.
+func (r *Reader) emptyUpTo(entry string, i int) error {
+	for j := r.session + 1; j < i; j++ {
+		if s := r.Manifest.Sessions[j]; !s.Empty() {
+			return &Error{Kind: KindEventsGap, Entry: entry, Message: fmt.Sprintf("session %s's events are missing", s.ID)}
+		}
+	}
+	return nil
+}
+
 // complete checks, at the end of the stream, that every session's events
 // came in full.
 func (r *Reader) complete() error {
-	n := len(r.Manifest.Sessions)
-	if n == 0 {
-		return nil
+	if r.session >= 0 {
+		if s := r.Manifest.Sessions[r.session]; r.next != s.Head+1 {
+			return &Error{Kind: KindTruncated, Message: fmt.Sprintf("the stream ended before session %s's events reached its head %d", s.ID, s.Head)}
+		}
 	}
-	if r.session == n-1 && r.next == r.Manifest.Sessions[n-1].Head+1 {
-		return nil
+	for j := r.session + 1; j < len(r.Manifest.Sessions); j++ {
+		if s := r.Manifest.Sessions[j]; !s.Empty() {
+			return &Error{Kind: KindTruncated, Message: fmt.Sprintf("the stream ended before session %s's events reached its head %d", s.ID, s.Head)}
+		}
 	}
-	i := max(r.session, 0)
-	if r.session >= 0 && r.next == r.Manifest.Sessions[i].Head+1 {
-		i++ // that one is whole: the next one never began
-	}
-	missing := r.Manifest.Sessions[i]
-	return &Error{Kind: KindTruncated, Message: fmt.Sprintf("the stream ended before session %s's events reached its head %d", missing.ID, missing.Head)}
+	return nil
 }

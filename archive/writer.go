@@ -85,8 +85,11 @@ func (w *Writer) Events(i int, evs []core.Event) error {
 		if err := w.endSession(); err != nil {
 			return err
 		}
-		if i != w.session+1 || i >= len(w.m.Sessions) {
+		if i <= w.session || i >= len(w.m.Sessions) {
 			return fmt.Errorf("archive: events of session %d out of order", i)
+		}
+		if err := w.emptyUpTo(i); err != nil {
+			return err
 		}
 		w.session, w.chunk, w.next = i, 0, w.m.Sessions[i].First()
 	}
@@ -133,6 +136,17 @@ func (w *Writer) endSession() error {
 	return nil
 }
 
+// emptyUpTo checks that the sessions between the one written last and i
+// have no events (those have no entry).
+func (w *Writer) emptyUpTo(i int) error {
+	for j := w.session + 1; j < i; j++ {
+		if !w.m.Sessions[j].Empty() {
+			return fmt.Errorf("archive: session %s has no events written", w.m.Sessions[j].ID)
+		}
+	}
+	return nil
+}
+
 // Raw writes an entry as a reader returned it (an import passing an
 // archive on).
 func (w *Writer) Raw(e Entry) error {
@@ -144,6 +158,9 @@ func (w *Writer) Raw(e Entry) error {
 	case e.Events != nil:
 		if e.Session != w.session {
 			if err := w.endSession(); err != nil {
+				return err
+			}
+			if err := w.emptyUpTo(e.Session); err != nil {
 				return err
 			}
 		}
@@ -162,8 +179,8 @@ func (w *Writer) Close() error {
 	if err := w.endSession(); err != nil {
 		return err
 	}
-	if i := w.session + 1; i < len(w.m.Sessions) {
-		return fmt.Errorf("archive: session %s has no events written", w.m.Sessions[i].ID)
+	if err := w.emptyUpTo(len(w.m.Sessions)); err != nil {
+		return err
 	}
 	if err := w.tw.Close(); err != nil {
 		return err
