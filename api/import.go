@@ -367,6 +367,10 @@ func (s call) commitImport(ctx context.Context, im *importing) error {
 		return newError(CodeDomain, core.RejectSessionExists, "a session of the archive was created here while the import ran: "+err.Error())
 	case errors.Is(err, store.ErrWorkspaceExists):
 		return newError(CodeDomain, KindWorkspaceExists, "a workspace of the archive was created here while the import ran: "+err.Error())
+	case errors.Is(err, store.ErrForkTooDeep):
+		return newError(CodeDomain, KindForkTooDeep, err.Error())
+	case errors.Is(err, store.ErrInvalidFork), errors.Is(err, store.ErrInvalidAppend), errors.Is(err, store.ErrInvalidWorkspace):
+		return &archive.Error{Kind: archive.KindInvalid, Message: err.Error()}
 	}
 	return err
 }
