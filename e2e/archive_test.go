@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -365,4 +367,82 @@ func TestE2E_TemporalResumesAnImportedRun(t *testing.T) {
 	if got.Status != core.StatusCompleted || got.Output.VisibleText() != "Finished on a worker." {
 		t.Fatalf("the moved run = %s", mustJSON(t, got))
 	}
+}
+
+// An import whose server dies (SIGKILL) half way through the archive
+// leaves nothing: after a restart the universe has no session and no
+// workspace of it, and the same archive then imports whole.
+func TestE2E_ImportCutByAKilledServerLeavesNothing(t *testing.T) {
+	fake := newFakeChat(t, fakeKey)
+	fake.script(fakeStep{body: textResponse("chatcmpl-1", "Noted.")})
+	dir := t.TempDir()
+	cfg := writeProviderConfig(t, dir, fake)
+	from := startServe(t, filepath.Join(dir, "from"), cfg, fakeKey)
+	files := filepath.Join(dir, "files")
+	if err := os.MkdirAll(files, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 8 { // incompressible, so the archive is as large as they are
+		data := make([]byte, 1<<20)
+		for j := range data {
+			data[j] = byte((i*7919 + j*31 + j/251) ^ (j >> 3))
+		}
+		if err := os.WriteFile(filepath.Join(files, fmt.Sprintf("part-%d.bin", i)), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := runCairn(t, nil, "vfs", "import", files, "--workspace", "data", "--addr", from.addr); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	ctx := context.Background()
+	created, err := from.client().CreateSession(ctx, api.CreateSessionParams{SessionID: "kept", Model: fakeModel(), Links: []api.LinkParam{{Mount: "/data", Workspace: "data"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := runCairn(t, nil, "chat", "--addr", from.addr, "--session", created.SessionID, "Keep this."); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	file := filepath.Join(dir, "kept.cairn")
+	if out, err := runCairn(t, nil, "export", "--addr", from.addr, "--out", file); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	archive, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	target := filepath.Join(dir, "to")
+	to := startServe(t, target, cfg, fakeKey)
+	importer := exec.Command(cairnBin, "import", "-", "--addr", to.addr)
+	stdin, err := importer.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	importer.Stdout, importer.Stderr = &out, &out
+	if err := importer.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stdin.Write(archive[:len(archive)/2]); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond) // the first blobs reach the server
+	to.kill(t)
+	stdin.Close()
+	if err := importer.Wait(); err == nil {
+		t.Fatalf("the import went on without its server: %s", out.String())
+	}
+
+	again := startServe(t, target, cfg, fakeKey)
+	c := again.client()
+	if list, err := c.ListSessions(ctx, api.SessionListParams{}); err != nil || len(list.Sessions) != 0 {
+		t.Fatalf("after the cut import: sessions %+v, %v", list.Sessions, err)
+	}
+	if ws, err := c.ListWorkspaces(ctx, api.WorkspaceListParams{}); err != nil || len(ws.Workspaces) != 0 {
+		t.Fatalf("after the cut import: workspaces %+v, %v", ws, err)
+	}
+	if out, err := runCairn(t, nil, "import", file, "--addr", again.addr); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	sameSession(t, "after a cut import", from.client(), c, created.SessionID)
 }
