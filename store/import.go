@@ -46,6 +46,25 @@ type ImportedSession struct {
 	Events func(yield func([]core.Proposal) error) error
 }
 
+// PrepareImportBatch checks b's snapshots and workspaces the same way in
+// every backend, and returns b's workspaces as an import creates them: at
+// revision 1, created and updated at atMs.
+func PrepareImportBatch(b ImportBatch, atMs int64) ([]Workspace, error) {
+	for _, d := range b.Snapshots {
+		if err := PrepareSnapshot(d); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]Workspace, len(b.Workspaces))
+	for i, w := range b.Workspaces {
+		if err := PrepareWorkspace(w.Name, w.Head); err != nil {
+			return nil, err
+		}
+		out[i] = Workspace{Name: w.Name, Revision: 1, Head: w.Head, CreatedAtMs: atMs, UpdatedAtMs: atMs}
+	}
+	return out, nil
+}
+
 // PrepareImport checks what every backend checks before an import.
 func PrepareImport(s ImportedSession) error {
 	if err := ValidateSessionID(s.SessionID); err != nil {

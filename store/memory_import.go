@@ -14,29 +14,27 @@ var _ Importer = (*Memory)(nil)
 // Import implements Importer: everything is built aside and added
 // together once every part of it is whole.
 func (m *Memory) Import(ctx context.Context, b ImportBatch) error {
+	now := m.now().UnixMilli()
+	prepared, err := PrepareImportBatch(b, now)
+	if err != nil {
+		return err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, d := range b.Snapshots {
-		if err := PrepareSnapshot(d); err != nil {
-			return err
-		}
 		if err := m.requireBlob(ctx, "put snapshot "+d.String(), d); err != nil {
 			return err
 		}
 	}
 	workspaces := map[string]Workspace{}
-	now := m.now().UnixMilli()
-	for _, w := range b.Workspaces {
-		if err := PrepareWorkspace(w.Name, w.Head); err != nil {
-			return err
-		}
+	for _, w := range prepared {
 		if _, ok := m.workspaces[w.Name]; ok || workspaces[w.Name].Name != "" {
 			return fmt.Errorf("%w: %s", ErrWorkspaceExists, w.Name)
 		}
 		if err := m.requireBlob(ctx, "create workspace "+w.Name, w.Head); err != nil {
 			return err
 		}
-		workspaces[w.Name] = Workspace{Name: w.Name, Revision: 1, Head: w.Head, CreatedAtMs: now, UpdatedAtMs: now}
+		workspaces[w.Name] = w
 	}
 	built := map[string]*memSession{}
 	lookup := func(id string) *memSession {

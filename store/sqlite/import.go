@@ -17,20 +17,17 @@ var _ store.Importer = (*Store)(nil)
 // Import implements store.Importer in one write transaction.
 func (s *Store) Import(ctx context.Context, b store.ImportBatch) error {
 	now := s.nowMs()
+	workspaces, err := store.PrepareImportBatch(b, now)
+	if err != nil {
+		return err
+	}
 	return s.writeTx(ctx, func(tx stmtTx) error {
 		for _, d := range b.Snapshots {
-			if err := store.PrepareSnapshot(d); err != nil {
-				return err
-			}
 			if err := s.putSnapshotIn(ctx, tx, &store.Snapshot{Manifest: d, CreatedAtMs: now}); err != nil {
 				return err
 			}
 		}
-		for _, w := range b.Workspaces {
-			if err := store.PrepareWorkspace(w.Name, w.Head); err != nil {
-				return err
-			}
-			w := store.Workspace{Name: w.Name, Revision: 1, Head: w.Head, CreatedAtMs: now, UpdatedAtMs: now}
+		for _, w := range workspaces {
 			if err := s.createWorkspaceIn(ctx, tx, w); err != nil {
 				return err
 			}
