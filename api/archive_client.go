@@ -100,16 +100,18 @@ func (c *Client) Import(ctx context.Context, r io.Reader, newIDs bool) (ImportRe
 	resp, err := c.archiveRequest(ctx, path, ArchiveMediaType, pr)
 	pr.CloseWithError(errImportAnswered) // stops the writer if the server answered early
 	readErr := <-failed
-	if readErr != nil && !errors.Is(readErr, errImportAnswered) {
-		if resp != nil {
-			resp.Body.Close()
-		}
+	if resp != nil {
+		defer resp.Body.Close()
+	}
+	var damaged *archive.Error
+	switch {
+	case errors.As(readErr, &damaged):
 		return ImportResult{}, readErr // the archive's own fault comes first
-	}
-	if err != nil {
+	case err != nil:
 		return ImportResult{}, err
+	case readErr != nil && !errors.Is(readErr, errImportAnswered) && !errors.Is(readErr, io.ErrClosedPipe):
+		return ImportResult{}, readErr
 	}
-	defer resp.Body.Close()
 	var out ImportResult
 	return out, decodeResponse(resp, "import", &out)
 }
