@@ -1,9 +1,12 @@
-"""The transport: JSON-RPC calls, typed errors, events and the stream."""
+"""The transport: JSON-RPC calls, typed errors, events, the stream, and
+archives (export and import)."""
 
+import http.client
 import json
+import os
 import urllib.error
 import urllib.request
-from typing import Any, Dict, Iterator, Optional, Tuple
+from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Tuple
 
 from .types import Methods
 
@@ -53,6 +56,55 @@ class Client(Methods):
             raise CairnError(err.get("code", 0), data.get("kind", ""), err.get("message", ""), data)
         return answer.get("result")
 
+    def _refused(self, e: urllib.error.HTTPError) -> CairnError:
+        try:
+            answer = json.load(e)
+        except ValueError:
+            return CairnError(e.code, "http_error", f"HTTP {e.code}")
+        err = answer.get("error") or {}
+        data = err.get("data") or {}
+        return CairnError(err.get("code", 0), data.get("kind", ""), err.get("message", ""), data)
+
+    def export(self, out: BinaryIO, sessions: Optional[List[str]] = None, workspaces: Optional[List[str]] = None) -> int:
+        """POST /export: writes an archive (docs/archive.md) of the sessions
+        named, with the workspaces they link, and of the workspaces named,
+        or of the whole universe, to out, and returns its size. A stream the
+        server cut off raises CairnError with kind export_cut: discard what
+        was written."""
+        params = {k: v for k, v in (("sessions", sessions), ("workspaces", workspaces)) if v}
+        req = urllib.request.Request(self.url + "/export", data=json.dumps(params).encode(), headers=self._headers(), method="POST")
+        try:
+            resp = urllib.request.urlopen(req, timeout=self.timeout)
+        except urllib.error.HTTPError as e:
+            raise self._refused(e) from None
+        size = 0
+        with resp:
+            try:
+                while chunk := resp.read(1 << 20):
+                    out.write(chunk)
+                    size += len(chunk)
+            except http.client.IncompleteRead:
+                raise CairnError(0, "export_cut", "the export was cut off before its end") from None
+        return size
+
+    def import_archive(self, archive: BinaryIO, new_ids: bool = False) -> Dict[str, Any]:
+        """POST /import: reads an archive into the server's universe and
+        returns {sessions: [{from, to}], workspaces, blobs, bytes, skipped}.
+        It sends every blob the archive holds; `cairn import` sends only
+        those the server lacks."""
+        headers = dict(self._headers(), **{"Content-Type": "application/vnd.cairn.archive+zstd"})
+        try:
+            headers["Content-Length"] = str(os.fstat(archive.fileno()).st_size - archive.tell())
+        except (AttributeError, OSError, ValueError):
+            archive = _Chunked(archive)
+            headers["Transfer-Encoding"] = "chunked"
+        req = urllib.request.Request(self.url + "/import" + ("?newIds=true" if new_ids else ""), data=archive, headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                return json.load(resp).get("result")
+        except urllib.error.HTTPError as e:
+            raise self._refused(e) from None
+
     def events(self, session_id: str, after: int = 0, wait_ms: int = 10000) -> Iterator[Dict[str, Any]]:
         """The session's committed events after seq after, as they commit
         (long-polling session/events/read); stop iterating to stop."""
@@ -91,3 +143,14 @@ class Client(Methods):
                     event = line[len("event:"):].strip()
                 elif line.startswith("data:"):
                     data.append(line[len("data:"):].lstrip(" "))
+
+
+class _Chunked:
+    """An archive without a known size (a pipe, a BytesIO), sent in chunks."""
+
+    def __init__(self, f: BinaryIO):
+        self.f = f
+
+    def __iter__(self):
+        while chunk := self.f.read(1 << 20):
+            yield chunk

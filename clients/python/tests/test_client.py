@@ -1,6 +1,7 @@
 """The Python client against a real `cairn serve` (CAIRN_BIN) and a fake
 Chat Completions provider that streams its answers."""
 
+import io
 import json
 import os
 import subprocess
@@ -123,6 +124,28 @@ class ClientTest(unittest.TestCase):
         t.join(timeout=30)
         self.assertIn("run.completed", committed)
         self.assertEqual("".join(deltas), "Hello from Python.")
+
+    def test_an_archive_moves_a_session(self):
+        c = self.client
+        created = c.session_create(types.SessionCreateParams(model={"providerId": "fake", "apiKind": "chat_completions", "model": "m"}))
+        c.session_runs_start(types.SessionRunsStartParams(session_id=created.session_id, input=[{"type": "text", "text": "Keep it."}]))
+        for ev in c.events(created.session_id):
+            if ev["kind"] == "run.completed":
+                break
+        archive = io.BytesIO()
+        size = c.export(archive, sessions=[created.session_id])
+        self.assertEqual(size, len(archive.getvalue()))
+        archive.seek(0)
+        moved = c.import_archive(archive, new_ids=True)
+        self.assertEqual(len(moved["sessions"]), 1)
+        self.assertEqual(moved["sessions"][0]["from"], created.session_id)
+        self.assertEqual(moved["skipped"], moved["blobs"])  # all of them were here already
+        before = c.session_read(types.SessionReadParams(session_id=created.session_id))
+        after = c.session_read(types.SessionReadParams(session_id=moved["sessions"][0]["to"]))
+        self.assertEqual((after.head, after.context_revision), (before.head, before.context_revision))
+        with self.assertRaises(CairnError) as e:
+            c.import_archive(io.BytesIO(b"not an archive"))
+        self.assertEqual(e.exception.kind, "archive_invalid")
 
 
 if __name__ == "__main__":

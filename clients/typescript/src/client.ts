@@ -1,6 +1,6 @@
 // The transport: JSON-RPC calls over fetch, typed errors, long-polled
-// events and the session's Server-Sent Events stream. No dependencies
-// beyond fetch.
+// events, the session's Server-Sent Events stream, and archives (export
+// and import). No dependencies beyond fetch.
 import type { MethodName, Methods } from "./types.js";
 
 /** An error the server answered; kind is its data.kind, the API's word for it. */
@@ -36,6 +36,21 @@ export interface Delta {
 }
 
 export type StreamEvent = { event: "committed"; data: EventView } | { event: "delta"; data: Delta };
+
+/** What an export holds: the sessions named, with the workspaces they link, and the workspaces named; neither: the whole universe. */
+export interface ExportParams {
+  sessions?: string[];
+  workspaces?: string[];
+}
+
+/** What an import did (docs/archive.md). */
+export interface ImportResult {
+  sessions: { from: string; to: string }[];
+  workspaces: { name: string; head: string; reused?: boolean }[];
+  blobs: number;
+  bytes: number;
+  skipped: number;
+}
 
 export interface ClientOptions {
   /** A hosted server's universe key, sent as Authorization: Bearer. */
@@ -79,6 +94,42 @@ export class CairnClient {
     return answer.result as Methods[M]["result"];
   }
 
+  private async refused(res: Response): Promise<CairnError> {
+    const answer = await res.json().catch(() => ({}));
+    const err = answer.error ?? { code: res.status, message: `HTTP ${res.status}`, data: {} };
+    return new CairnError(err.code, String(err.data?.kind ?? "http_error"), err.message, err.data ?? {});
+  }
+
+  /**
+   * POST /export: an archive (docs/archive.md) of what params name, or of the whole universe, as a stream.
+   * A stream the server cut off ends in an error while it is read: discard what was read.
+   */
+  async exportArchive(params: ExportParams = {}, signal?: AbortSignal): Promise<ReadableStream<Uint8Array>> {
+    const res = await fetch(`${this.base}/export`, { method: "POST", headers: this.headers(true), body: JSON.stringify(params), signal });
+    if (!res.ok || !res.body) throw await this.refused(res);
+    return res.body;
+  }
+
+  /**
+   * POST /import: reads an archive into the server's universe. It sends every blob the archive holds;
+   * `cairn import` sends only those the server lacks.
+   */
+  async importArchive(archive: Uint8Array | ReadableStream<Uint8Array>, options: { newIds?: boolean } = {}, signal?: AbortSignal): Promise<ImportResult> {
+    const res = await fetch(`${this.base}/import${options.newIds ? "?newIds=true" : ""}`, {
+      method: "POST",
+      headers: { ...this.headers(false), "Content-Type": "application/vnd.cairn.archive+zstd" },
+      body: archive,
+      signal,
+      duplex: "half", // a stream body goes out as it is read
+    } as RequestInit);
+    const answer = await res.json().catch(() => ({}));
+    if (answer.error || !res.ok) {
+      const err = answer.error ?? { code: res.status, message: `HTTP ${res.status}`, data: {} };
+      throw new CairnError(err.code, String(err.data?.kind ?? "http_error"), err.message, err.data ?? {});
+    }
+    return answer.result as ImportResult;
+  }
+
   /** The session's committed events after seq after, as they commit (long-polling session/events/read). */
   async *events(sessionId: string, after = 0, signal?: AbortSignal): AsyncGenerator<EventView> {
     for (;;) {
@@ -95,11 +146,7 @@ export class CairnClient {
   /** GET /sessions/{id}/stream: each committed event after seq after, and each piece of an answer being streamed. */
   async *stream(sessionId: string, after = 0, signal?: AbortSignal): AsyncGenerator<StreamEvent> {
     const res = await fetch(`${this.base}/sessions/${encodeURIComponent(sessionId)}/stream?after=${after}`, { headers: this.headers(false), signal });
-    if (!res.ok || !res.body) {
-      const answer = await res.json().catch(() => ({}));
-      const err = answer.error ?? { code: res.status, message: `HTTP ${res.status}`, data: {} };
-      throw new CairnError(err.code, String(err.data?.kind ?? "http_error"), err.message, err.data ?? {});
-    }
+    if (!res.ok || !res.body) throw await this.refused(res);
     const decoder = new TextDecoder();
     let buffer = "";
     let event = "message";

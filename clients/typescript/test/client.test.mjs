@@ -106,3 +106,18 @@ test("the stream carries the answer as it is written", async () => {
   stop.abort();
   assert.equal(deltas.join(""), "Hello from TypeScript.");
 });
+
+test("an archive moves a session", async () => {
+  const { sessionId } = await client.call("session/create", { model });
+  await client.call("session/runs/start", { sessionId, input: [{ type: "text", text: "Keep it." }] });
+  for await (const ev of client.events(sessionId)) if (ev.kind === "run.completed") break;
+  const archive = new Uint8Array(await new Response(await client.exportArchive({ sessions: [sessionId] })).arrayBuffer());
+  const moved = await client.importArchive(archive, { newIds: true });
+  assert.equal(moved.sessions.length, 1);
+  assert.equal(moved.sessions[0].from, sessionId);
+  assert.equal(moved.skipped, moved.blobs); // all of them were here already
+  const before = await client.call("session/read", { sessionId });
+  const after = await client.call("session/read", { sessionId: moved.sessions[0].to });
+  assert.deepEqual([after.head, after.contextRevision], [before.head, before.contextRevision]);
+  await assert.rejects(client.importArchive(new TextEncoder().encode("not an archive")), (e) => e instanceof CairnError && e.kind === "archive_invalid");
+});
