@@ -71,6 +71,7 @@ func (s *Server) serveImport(w http.ResponseWriter, r *http.Request) {
 // target holds.
 type importing struct {
 	m       archive.Manifest
+	index   map[string]int          // archived session id → its place in m.Sessions
 	to      map[string]string       // archived session id → id here
 	needed  map[content.Digest]bool // blobs the target lacked: the stream must bring them
 	events  *spool
@@ -221,13 +222,10 @@ func (s call) checkClashes(ctx context.Context, im *importing, newIDs bool) erro
 // point of session i: its source, or, when the point lies in the prefix
 // that source itself inherits, that source's source, and so on.
 func (im *importing) pointSource(i int) int {
-	index := func(id string) int {
-		return slices.IndexFunc(im.m.Sessions, func(s archive.Session) bool { return s.ID == id })
-	}
 	at := im.m.Sessions[i].ForkOf.AtSeq
-	src := index(im.m.Sessions[i].ForkOf.SessionID)
+	src := im.index[im.m.Sessions[i].ForkOf.SessionID]
 	for f := im.m.Sessions[src].ForkOf; f != nil && at <= f.AtSeq; f = im.m.Sessions[src].ForkOf {
-		src = index(f.SessionID)
+		src = im.index[f.SessionID]
 	}
 	return src
 }
@@ -236,6 +234,10 @@ func (im *importing) pointSource(i int) int {
 // event, and marks the seqs whose projection a fork starts from.
 func (im *importing) startLives() {
 	im.lives = make([]core.Lifecycle, len(im.m.Sessions))
+	im.index = make(map[string]int, len(im.m.Sessions))
+	for i, as := range im.m.Sessions {
+		im.index[as.ID] = i
+	}
 	for i, as := range im.m.Sessions {
 		if as.ForkOf != nil {
 			src := im.pointSource(i)

@@ -191,18 +191,27 @@ func mainInstructionsEntry(in EntryInput) EntryInput {
 	return in
 }
 
-// mainInstructions applies in, when given, as the session's main
-// instructions (a keyed entry, so a new one replaces the old).
-func (b *batch) mainInstructions(in *EntryInput) error {
+// checkedInstructions is in, when given, as a checked main instructions
+// entry; nil without one.
+func checkedInstructions(in *EntryInput) (*EntryInput, error) {
 	if in == nil {
-		return nil
+		return nil, nil
 	}
 	e := mainInstructionsEntry(*in)
 	if err := validRef(e); err != nil {
-		return err
+		return nil, err
 	}
-	b.entries([]EntryInput{e}, SourceAPI, "", nil)
-	return nil
+	return &e, nil
+}
+
+// mainInstructions applies in, when given, as the session's main
+// instructions (a keyed entry, so a new one replaces the old).
+func (b *batch) mainInstructions(in *EntryInput) error {
+	e, err := checkedInstructions(in)
+	if e != nil {
+		b.entries([]EntryInput{*e}, SourceAPI, "", nil)
+	}
+	return err
 }
 
 // admitChangeConfig changes an idle session's config at once; a session
@@ -228,13 +237,9 @@ func admitChangeConfig(s *State, c ChangeConfig) (Admission, error) {
 	}
 	b := s.newBatch(c.AtMs)
 	if s.HasWork() {
-		var instr *EntryInput
-		if c.Instructions != nil {
-			e := mainInstructionsEntry(*c.Instructions)
-			if err := validRef(e); err != nil {
-				return Admission{}, err
-			}
-			instr = &e
+		instr, err := checkedInstructions(c.Instructions)
+		if err != nil {
+			return Admission{}, err
 		}
 		b.add(KindSessionConfigChangeRequested, nil, SessionConfigChangeRequested{Config: cfg, Instructions: instr})
 		return Admission{Proposals: b.props, ConfigPending: true}, nil

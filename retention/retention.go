@@ -171,11 +171,13 @@ func (c *Collector) Collect(ctx context.Context, opt Options) (Stats, error) {
 			continue
 		}
 		st.UniversesScanned++
-		if counted, ok := u.Store.(interface {
-			Usage(context.Context) (blob.Usage, error)
-		}); ok && opt.CountStored {
-			if use, err := counted.Usage(ctx); err == nil {
-				st.BlobsStored += use.Blobs
+		if opt.CountStored {
+			if counted, ok := u.Store.(interface {
+				Usage(context.Context) (blob.Usage, error)
+			}); ok {
+				if use, err := counted.Usage(ctx); err == nil {
+					st.BlobsStored += use.Blobs
+				}
 			}
 		}
 		scanned := 0
