@@ -6,6 +6,8 @@ import (
 	"errors"
 	"os"
 	"strings"
+	"sync"
+	"time"
 )
 
 // Default resolves the built-in providers "openai" (OPENAI_API_KEY,
@@ -17,9 +19,10 @@ import (
 //	                        "contextWindow": 32768,
 //	                        "apiKinds": ["chat_completions", "openai_responses", "anthropic_messages"]}}}
 //
-// A config entry for a built-in id overrides it field by field. The file and
-// environment are read on every Resolve, so keys can rotate underneath a
-// running process.
+// A config entry for a built-in id overrides it field by field. The
+// environment is read on every Resolve, and the file again whenever its size
+// or modification time changed, so keys can rotate underneath a running
+// process.
 //
 // Rules, each enforced with a typed error:
 //   - A custom provider has exactly what its record says: no base URL, key or
@@ -36,6 +39,20 @@ import (
 type Default struct {
 	configPath string
 	getenv     func(string) string
+
+	// The parsed file, kept while its size and modification time stay as
+	// they were: every request and every run's admission resolves its
+	// provider, and a stat costs less than reading and parsing the file.
+	// Resolve only reads it.
+	mu     sync.Mutex
+	cached *fileConfig
+	stamp  fileStamp
+}
+
+// fileStamp is what tells a changed config file from the one parsed.
+type fileStamp struct {
+	size    int64
+	modTime time.Time
 }
 
 var _ Resolver = (*Default)(nil)
@@ -73,7 +90,8 @@ func (d *Default) ResolveFor(providerID, apiKind string) (Endpoint, error) {
 	return ResolveFor(d, providerID, apiKind)
 }
 
-// Resolve returns the endpoint for providerID, reading config and env afresh.
+// Resolve returns the endpoint for providerID, from the config file as it
+// is now and the environment.
 // It does not check API kinds; adapters use ResolveFor.
 func (d *Default) Resolve(providerID string) (Endpoint, error) {
 	cfg, err := d.load()
@@ -193,6 +211,16 @@ func (d *Default) load() (fileConfig, error) {
 	if d.configPath == "" {
 		return cfg, nil
 	}
+	info, err := os.Stat(d.configPath)
+	if err != nil {
+		return cfg, &ConfigError{Path: d.configPath, Reason: "cannot read", Err: unwrapPath(err)}
+	}
+	stamp := fileStamp{size: info.Size(), modTime: info.ModTime()}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cached != nil && d.stamp == stamp {
+		return *d.cached, nil
+	}
 	data, err := os.ReadFile(d.configPath)
 	if err != nil {
 		return cfg, &ConfigError{Path: d.configPath, Reason: "cannot read", Err: unwrapPath(err)}
@@ -207,6 +235,7 @@ func (d *Default) load() (fileConfig, error) {
 	if dec.More() {
 		return cfg, &ConfigError{Path: d.configPath, Reason: "invalid JSON: trailing data after the object"}
 	}
+	d.cached, d.stamp = &cfg, stamp
 	return cfg, nil
 }
 

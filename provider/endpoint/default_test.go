@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 const secret = "sk-test-SECRET-value-0123456789"
@@ -163,6 +164,20 @@ func TestResolveRereadsKeysAndFile(t *testing.T) {
 	}
 	if _, err := r.Resolve("local"); err != nil {
 		t.Fatalf("rewritten config not picked up: %v", err)
+	}
+	// An edit of the same size is seen by its modification time.
+	if err := os.WriteFile(p, []byte(`{"providers": {"other": {"baseUrl": "http://localhost:1/v1"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(time.Second)
+	if err := os.Chtimes(p, later, later); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Resolve("other"); err != nil {
+		t.Fatalf("a same-size edit not picked up: %v", err)
+	}
+	if _, err := r.Resolve("local"); err == nil {
+		t.Fatal("the provider the edit removed still resolves")
 	}
 }
 
