@@ -36,7 +36,8 @@ import (
 // holds once the server has stopped; the latency of session/read and of
 // one page of session/context/read after 10 turns and at the end; and of
 // the first session/read after a restart (cold).
-// CAIRN_BENCH_KEEP=DIR keeps the data directory (DIR must not exist). Run
+// CAIRN_BENCH_KEEP=DIR keeps the data directory (DIR must not exist);
+// CAIRN_BENCH_BIN=FILE runs that cairn binary instead of building one. Run
 // one with -benchtime 1x, e.g.
 //
 //	go test -run '^$' -bench ServeLongChat -benchtime 1x -timeout 60m ./e2e/
@@ -159,11 +160,17 @@ func readThenAnswer(path func(n int) string) func([]byte) string {
 }
 
 func runScenario(b *testing.B, sc scenario) scenarioResult {
-	bin := filepath.Join(b.TempDir(), "cairn")
-	build := exec.Command("go", "build", "-o", bin, "../cmd/cairn")
-	build.Stdout, build.Stderr = os.Stdout, os.Stderr
-	if err := build.Run(); err != nil {
-		b.Fatal(err)
+	// CAIRN_BENCH_BIN runs a binary built before, so two builds can be
+	// alternated run by run (this machine's noise is larger than most
+	// changes' effect).
+	bin := os.Getenv("CAIRN_BENCH_BIN")
+	if bin == "" {
+		bin = filepath.Join(b.TempDir(), "cairn")
+		build := exec.Command("go", "build", "-o", bin, "../cmd/cairn")
+		build.Stdout, build.Stderr = os.Stdout, os.Stderr
+		if err := build.Run(); err != nil {
+			b.Fatal(err)
+		}
 	}
 	var mu sync.Mutex
 	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
