@@ -50,6 +50,22 @@ func (c *cached) Get(ctx context.Context, d content.Digest) ([]byte, error) {
 	return data, nil
 }
 
+// Warm keeps copies of blobs that were just stored, when s is a Cached
+// store: a session's next request lowers what its last turn wrote (the
+// user's input, the answer), and reading it back from the store cost
+// more than the copy. Any other s is left alone.
+func Warm(s Store, blobs [][]byte) {
+	c, ok := s.(*cached)
+	if !ok {
+		return
+	}
+	for _, data := range blobs {
+		if int64(len(data)) <= c.max {
+			c.add(content.Sum(data), append([]byte(nil), data...))
+		}
+	}
+}
+
 func (c *cached) Missing(ctx context.Context, ds []content.Digest) ([]content.Digest, error) {
 	return c.inner.Missing(ctx, ds)
 }

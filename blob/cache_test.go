@@ -102,3 +102,38 @@ func TestCachedPassesErrorsThrough(t *testing.T) {
 		t.Fatalf("Get: %v, want ErrCorrupt", err)
 	}
 }
+
+// Bytes stored around the cache (a batch a store writes in one
+// transaction) and then warmed are read from memory; a copy is kept, so
+// the caller's slice cannot change them; what is larger than the bound is
+// not kept; and warming a store that is not a cache changes nothing.
+func TestWarmKeepsStoredBytes(t *testing.T) {
+	ctx := context.Background()
+	inner := &countingStore{Store: blob.NewMemory(), gets: map[content.Digest]int{}}
+	c := blob.Cached(inner, 10)
+	small, big := []byte("input"), []byte("larger than ten bytes")
+	for _, data := range [][]byte{small, big} {
+		if _, err := inner.Put(ctx, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	warmed := [][]byte{append([]byte(nil), small...), big}
+	blob.Warm(c, warmed)
+	warmed[0][0] = 'X'
+	for _, data := range [][]byte{small, big} {
+		got, err := c.Get(ctx, content.Sum(data))
+		if err != nil || string(got) != string(data) {
+			t.Fatalf("Get(%q) = %q, %v", data, got, err)
+		}
+	}
+	if n := inner.count(content.Sum(small)); n != 0 {
+		t.Errorf("a warmed blob reached the store %d times, want 0", n)
+	}
+	if n := inner.count(content.Sum(big)); n != 1 {
+		t.Errorf("a blob over the bound reached the store %d times, want 1", n)
+	}
+	blob.Warm(inner, [][]byte{[]byte("not a cache")}) // no effect, no panic
+	if _, err := inner.Get(ctx, content.Sum([]byte("not a cache"))); err == nil {
+		t.Error("warming a store that is not a cache stored a blob")
+	}
+}

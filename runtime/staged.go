@@ -84,6 +84,7 @@ func (s *staged) Flush(ctx context.Context, edges ...store.Edge) error {
 	if err := store.WriteBatch(ctx, s.Store, s.Files, store.Batch{Blobs: s.pending, Edges: edges}); err != nil {
 		return err
 	}
+	blob.Warm(s.Store, s.pending)
 	s.pending, s.held = nil, map[content.Digest]int{}
 	return nil
 }

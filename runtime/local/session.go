@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cairn-agents/cairn/blob"
 	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/runtime"
 	"github.com/cairn-agents/cairn/store"
@@ -163,6 +164,9 @@ func (h *Host) commit(s *session, in core.Intent) error {
 	if err == nil {
 		events, err = store.AppendBatch(h.ctx, h.opt.Log, h.opt.Blobs, s.id, chained.ExpectedHead, chained.Proposals, store.Batch{Blobs: s.brought})
 		if err == nil {
+			if h.opt.Executor != nil {
+				blob.Warm(h.opt.Executor.Blobs, s.brought) // the turn's request lowers them next
+			}
 			s.brought = nil // stored; a failed commit leaves them to the next
 		}
 		if err == nil && !sameCommit(events, want) {
