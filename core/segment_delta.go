@@ -56,16 +56,23 @@ func DecodeSegmentDelta(data []byte) (SegmentDelta, error) {
 	return d, nil
 }
 
-// SegmentsPrefix is the number of leading segments a and b share.
+// SegmentsPrefix is the number of leading segments a and b share. Lists
+// that start at the same item are views of one core.SharedSlice (a
+// request's list extends the last one's): the shorter is a prefix of the
+// longer, so a long session's turn does not compare every segment.
 func SegmentsPrefix(a, b []CacheSegment) int {
 	n := 0
-	for n < len(a) && n < len(b) && sameSegment(a[n], b[n]) {
+	if len(a) > 0 && len(b) > 0 && &a[0] == &b[0] {
+		n = min(len(a), len(b))
+	}
+	for n < len(a) && n < len(b) && SameSegment(a[n], b[n]) {
 		n++
 	}
 	return n
 }
 
-func sameSegment(a, b CacheSegment) bool {
+// SameSegment reports whether a and b are the same segment.
+func SameSegment(a, b CacheSegment) bool {
 	return a.Kind == b.Kind && a.Ref == b.Ref && a.Digest == b.Digest && a.Bytes == b.Bytes &&
 		slices.Equal(a.Entries, b.Entries) && slices.Equal(a.Keys, b.Keys)
 }

@@ -1,6 +1,10 @@
 package provider
 
-import "github.com/cairn-agents/cairn/core"
+import (
+	"unsafe"
+
+	"github.com/cairn-agents/cairn/core"
+)
 
 // A session's next request repeats its previous one and adds entries at
 // the end. Looking every entry's piece up again costs a key and a map
@@ -21,7 +25,11 @@ type loweredPrefix struct {
 	// JSON array: the next request sends them as one part, copied from
 	// one place instead of from thousands.
 	members core.SharedSlice[byte]
-	size    int64
+	// segs are the request's whole segment list, the lead segments first
+	// (Kept.Segments): the next request's list extends it.
+	segs core.SharedSlice[Segment]
+	lead int
+	size int64
 	// state is what an adapter that keeps no pieces per entry kept instead
 	// (KeepPrefixState): its lowering's state after the prefix, and the
 	// bytes of size that are its.
@@ -74,11 +82,50 @@ func (s *PieceScope) Prefix(entries []core.Entry) Kept {
 	return Kept{Pieces: p.pieces.Items(), Entries: len(ids), State: p.state, from: p}
 }
 
+// Restart is a point where a request's lowering held no state: before
+// its entry Entry, after its first Pieces pieces (PieceScope.KeepPrefix).
+type Restart struct{ Entry, Pieces int }
+
+// Segments returns a request's cache segments: lead (what comes before
+// its pieces: the tools, a Responses request's instructions), then the
+// segment of each of the pieces k took and of each piece in added, which
+// follow them. When lead is the last request's, the list extends that
+// request's list (core.SharedSlice), which holds the taken pieces'
+// segments already and usually those of the pieces lowered again after
+// them: a turn costs the segments it adds, not a copy of every one.
+// Callers must not modify the items.
+func (k Kept) Segments(lead []Segment, added []*Piece) core.SharedSlice[Segment] {
+	var last core.SharedSlice[Segment]
+	keep := 0
+	if p := k.from; p != nil && p.lead == len(lead) {
+		old := p.segs.Items()
+		if len(old) >= len(lead)+len(k.Pieces) && core.SegmentsPrefix(old[:len(lead)], lead) == len(lead) {
+			last, keep = p.segs, len(lead)+len(k.Pieces)
+			for len(added) > 0 && keep < len(old) && core.SameSegment(old[keep], added[0].Segment) {
+				keep, added = keep+1, added[1:]
+			}
+		}
+	}
+	var segs []Segment
+	if keep == 0 {
+		segs = make([]Segment, 0, len(lead)+len(k.Pieces)+len(added))
+		segs = append(segs, lead...)
+		for _, pc := range k.Pieces {
+			segs = append(segs, pc.Segment)
+		}
+	}
+	for _, pc := range added {
+		segs = append(segs, pc.Segment)
+	}
+	return last.Extend(keep, segs...)
+}
+
 // KeepPrefix keeps, for the session's next request, that lowering
-// entries[:at] gave pieces, and that lowering holds no state at entry at.
+// entries[:at] gave pieces, and that lowering holds no state at entry at;
+// and the request's segments (Kept.Segments, of lead leading ones).
 // took is what this request took from the last one's prefix: pieces start
 // with its pieces.
-func (s *PieceScope) KeepPrefix(entries []core.Entry, at int, pieces []*Piece, took Kept) {
+func (s *PieceScope) KeepPrefix(entries []core.Entry, at int, pieces []*Piece, took Kept, segs core.SharedSlice[Segment], lead int) {
 	if s == nil || at <= 0 {
 		return
 	}
@@ -86,7 +133,7 @@ func (s *PieceScope) KeepPrefix(entries []core.Entry, at int, pieces []*Piece, t
 	if last == nil || at < took.Entries || len(pieces) < len(took.Pieces) {
 		last, took = &loweredPrefix{}, Kept{}
 	}
-	p := &loweredPrefix{size: last.size}
+	p := &loweredPrefix{size: last.size, segs: segs, lead: lead}
 	var ids []string
 	for _, e := range entries[took.Entries:at] {
 		ids = append(ids, e.ID)
@@ -96,6 +143,7 @@ func (s *PieceScope) KeepPrefix(entries []core.Entry, at int, pieces []*Piece, t
 	for _, pc := range added {
 		p.size += 2*int64(len(pc.Raw)) + 8 // members, and the pieces again: a bound, not a tally
 	}
+	p.size += int64(max(0, len(segs.Items())-len(last.segs.Items()))) * segmentStructBytes
 	// A request this large is costed by its bytes, not its entries: keeping
 	// its prefix would evict the very pieces it is built from (100 copies
 	// of a 256 KiB file are 26 MB, kept twice), and joining them would copy
@@ -142,6 +190,10 @@ func (s *PieceScope) KeepPrefixState(entries []core.Entry, at int, state any, si
 // prefixShare: a kept prefix holds at most this fraction of the pieces'
 // bound.
 const prefixShare = 8
+
+// segmentStructBytes is what a kept segment list holds per segment beyond
+// the pieces it shares strings with.
+const segmentStructBytes = int64(unsafe.Sizeof(Segment{}))
 
 // prefixKey is where a scope's lowered prefix is kept: one per session,
 // model and adapter variant.

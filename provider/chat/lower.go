@@ -72,24 +72,24 @@ func lowerParts(ctx context.Context, blobs blob.Store, req provider.Request, opt
 	if req.Model.Model == "" {
 		return nil, nil, fmt.Errorf("chat: request has no model")
 	}
-	lowered, took, err := lowerMessageList(ctx, blobs, req.Entries, opts, req.Pieces.Scope(APIKind, req, opts.ReasoningField))
+	scope := req.Pieces.Scope(APIKind, req, opts.ReasoningField)
+	lowered, took, restart, err := lowerMessageList(ctx, blobs, req.Entries, opts, scope)
 	if err != nil {
 		return nil, nil, err
 	}
-	segs := make([]provider.Segment, 0, len(req.Tools)+len(lowered))
+	tools := make([]provider.Segment, 0, len(req.Tools))
 	for _, t := range req.Tools {
 		var tb bytes.Buffer
 		if err := writeTool(&tb, t); err != nil {
 			return nil, nil, err
 		}
-		segs = append(segs, core.NewCacheSegment(core.SegmentTool, t.Name, tb.Bytes(), nil))
+		tools = append(tools, core.NewCacheSegment(core.SegmentTool, t.Name, tb.Bytes(), nil))
 	}
-	for _, m := range lowered {
-		segs = append(segs, m.Segment)
-	}
+	kept := len(took.Pieces)
+	segs := took.Segments(tools, lowered[kept:])
+	scope.KeepPrefix(req.Entries, restart.Entry, lowered[:restart.Pieces], took, segs, len(tools))
 	// The messages the last request's kept prefix holds go as one part
 	// (provider.Kept.Members), the rest one by one.
-	kept := len(took.Pieces)
 	parts := make(net.Buffers, 0, 2*(len(lowered)-kept)+3)
 	var head bytes.Buffer
 	head.WriteString(`{"model":`)
@@ -118,7 +118,7 @@ func lowerParts(ctx context.Context, blobs blob.Store, req provider.Request, opt
 		tail.WriteString(`,"stream":true,"stream_options":{"include_usage":true}`)
 	}
 	tail.WriteByte('}')
-	return append(parts, tail.Bytes()), segs, nil
+	return append(parts, tail.Bytes()), segs.Items(), nil
 }
 
 func writeTool(buf *bytes.Buffer, t provider.Tool) error {
@@ -145,7 +145,7 @@ func writeTool(buf *bytes.Buffer, t provider.Tool) error {
 
 // lowerMessages returns the request's messages, each as exact bytes.
 func lowerMessages(ctx context.Context, blobs blob.Store, entries []core.Entry, opts LowerOptions) ([][]byte, error) {
-	lowered, _, err := lowerMessageList(ctx, blobs, entries, opts, nil)
+	lowered, _, _, err := lowerMessageList(ctx, blobs, entries, opts, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +159,7 @@ func lowerMessages(ctx context.Context, blobs blob.Store, entries []core.Entry, 
 // lowerMessageList returns the request's messages, each a piece: its bytes
 // and cache segment. A message an earlier request lowered from the same
 // entries comes from pieces, without reading their blobs.
-func lowerMessageList(ctx context.Context, blobs blob.Store, entries []core.Entry, opts LowerOptions, pieces *provider.PieceScope) ([]*provider.Piece, provider.Kept, error) {
+func lowerMessageList(ctx context.Context, blobs blob.Store, entries []core.Entry, opts LowerOptions, pieces *provider.PieceScope) ([]*provider.Piece, provider.Kept, provider.Restart, error) {
 	load := func(e core.Entry) ([]byte, error) {
 		data, err := blobs.Get(ctx, e.Content.Digest)
 		if err != nil {
@@ -188,7 +188,7 @@ func lowerMessageList(ctx context.Context, blobs blob.Store, entries []core.Entr
 	// message (among the pieces taken, when the prefix was).
 	if from == 0 {
 		if err := lowerInstructions(entries, pieces, load, add); err != nil {
-			return nil, provider.Kept{}, err
+			return nil, provider.Kept{}, provider.Restart{}, err
 		}
 	}
 
@@ -228,11 +228,11 @@ func lowerMessageList(ctx context.Context, blobs blob.Store, entries []core.Entr
 			continue
 		case e.Kind == core.EntryReasoning:
 			if pk != ProviderKindReasoning {
-				return nil, provider.Kept{}, &UnsupportedEntryError{e.ID, e.Kind, "reasoning of provider kind " + pk}
+				return nil, provider.Kept{}, provider.Restart{}, &UnsupportedEntryError{e.ID, e.Kind, "reasoning of provider kind " + pk}
 			}
 			if g.phase >= phaseReasoning {
 				if err := flush(); err != nil {
-					return nil, provider.Kept{}, err
+					return nil, provider.Kept{}, provider.Restart{}, err
 				}
 			}
 			g.reasoning, g.phase = e, phaseReasoning
@@ -240,37 +240,36 @@ func lowerMessageList(ctx context.Context, blobs blob.Store, entries []core.Entr
 		case e.Kind == core.EntryMessage && pk == ProviderKindMessage:
 			if g.phase >= phaseMessage {
 				if err := flush(); err != nil {
-					return nil, provider.Kept{}, err
+					return nil, provider.Kept{}, provider.Restart{}, err
 				}
 			}
 			g.message, g.phase = e, phaseMessage
 			continue
 		case e.Kind == core.EntryToolCall:
 			if pk != ProviderKindToolCall {
-				return nil, provider.Kept{}, &UnsupportedEntryError{e.ID, e.Kind, "tool call of provider kind " + pk}
+				return nil, provider.Kept{}, provider.Restart{}, &UnsupportedEntryError{e.ID, e.Kind, "tool call of provider kind " + pk}
 			}
 			g.calls, g.phase = append(g.calls, *e), phaseCalls
 			continue
 		}
 
 		if err := flush(); err != nil {
-			return nil, provider.Kept{}, err
+			return nil, provider.Kept{}, provider.Restart{}, err
 		}
 		m, ok := pieces.Lookup(*e)
 		if !ok {
 			raw, err := lowerPlain(*e, load)
 			if err != nil {
-				return nil, provider.Kept{}, err
+				return nil, provider.Kept{}, provider.Restart{}, err
 			}
 			m = pieces.Keep(e.Kind, []core.Entry{*e}, raw)
 		}
 		add(m)
 	}
 	if err := flush(); err != nil {
-		return nil, provider.Kept{}, err
+		return nil, provider.Kept{}, provider.Restart{}, err
 	}
-	pieces.KeepPrefix(entries, restart, out[:before], took)
-	return out, took, nil
+	return out, took, provider.Restart{Entry: restart, Pieces: before}, nil
 }
 
 // lowerInstructions adds the system message of the request's instruction

@@ -65,6 +65,30 @@ func TestPiecesLowerTheSameRequest(t *testing.T) {
 	check("an instruction added at the end")
 	b.user("merci")
 	check("a message after the late instruction")
+
+	// The tools change: the segments that lead the list are not the last
+	// request's, so the list cannot extend it (provider.Kept.Segments).
+	tools := testTools
+	t.Cleanup(func() { testTools = tools })
+	testTools = tools[1:]
+	check("a tool fewer")
+	b.user("and now?")
+	check("a message with a tool fewer")
+	testTools = tools
+	check("the tools back")
+	testTools = slices.Clone(tools)
+	slices.Reverse(testTools)
+	check("the tools in another order")
+	testTools = tools
+	check("the tools back in order")
+
+	// The last message is replaced: the request takes the last one's
+	// prefix, and the piece after it is not the one the last list had.
+	b.user("a first try")
+	check("a message to replace")
+	b.entries = b.entries[:len(b.entries)-1]
+	b.user("a second try")
+	check("the message replaced")
 }
 
 // sameFromPieces lowers b's request without pieces and with them, and

@@ -92,24 +92,24 @@ func lowerParts(ctx context.Context, blobs blob.Store, req provider.Request, opt
 	if err != nil {
 		return nil, nil, err
 	}
-	l, err := lowerEntryList(ctx, blobs, req.Entries, req.Pieces.Scope(APIKind, req, ""))
+	scope := req.Pieces.Scope(APIKind, req, "")
+	l, err := lowerEntryList(ctx, blobs, req.Entries, scope)
 	if err != nil {
 		return nil, nil, err
 	}
-	segs := make([]provider.Segment, 0, len(req.Tools)+1+len(l.items))
+	lead := make([]provider.Segment, 0, len(req.Tools)+1)
 	for _, t := range req.Tools {
 		var tb bytes.Buffer
 		if err := writeTool(&tb, t); err != nil {
 			return nil, nil, err
 		}
-		segs = append(segs, core.NewCacheSegment(core.SegmentTool, t.Name, tb.Bytes(), nil))
+		lead = append(lead, core.NewCacheSegment(core.SegmentTool, t.Name, tb.Bytes(), nil))
 	}
 	if l.instructions != nil {
-		segs = append(segs, l.instructions.Segment)
+		lead = append(lead, l.instructions.Segment)
 	}
-	for _, it := range l.items {
-		segs = append(segs, it.Segment)
-	}
+	segs := l.took.Segments(lead, l.items[len(l.took.Pieces):])
+	scope.KeepPrefix(req.Entries, l.restart.Entry, l.items[:l.restart.Pieces], l.took, segs, len(lead))
 
 	var buf bytes.Buffer // the framing before the input items
 	buf.WriteString(`{"model":`)
@@ -149,7 +149,7 @@ func lowerParts(ctx context.Context, blobs blob.Store, req provider.Request, opt
 		tail.WriteString(`,"stream":true`)
 	}
 	tail.WriteByte('}')
-	return append(parts, tail.Bytes()), segs, nil
+	return append(parts, tail.Bytes()), segs.Items(), nil
 }
 
 // write appends the parameter members of the body; contextMgmt, when not
@@ -280,6 +280,7 @@ type loweredEntries struct {
 	instructions *provider.Piece
 	items        []*provider.Piece
 	took         provider.Kept
+	restart      provider.Restart // for PieceScope.KeepPrefix
 }
 
 // lowerEntryList lowers entries to the joined instructions and the input
@@ -353,7 +354,7 @@ func lowerEntryList(ctx context.Context, blobs blob.Store, entries []core.Entry,
 			restart, before = i+1, len(l.items)
 		}
 	}
-	pieces.KeepPrefix(entries, restart, l.items[:before], l.took)
+	l.restart = provider.Restart{Entry: restart, Pieces: before}
 	return l, nil
 }
 
