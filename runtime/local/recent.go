@@ -12,9 +12,12 @@ import (
 const recentEvents = 256
 
 // remember keeps events, just committed after the tail the session holds,
-// as the new tail (the last recentEvents of both). The tail is replaced,
-// never changed in place: readers hold it without the session's lock.
-// The caller holds s.mu.
+// as the new tail (the last recentEvents of both). Readers hold a tail
+// without the session's lock, so no item of a tail once published is
+// written again: the events go after the tail in its array while it has
+// room (tails only move forward in it), else into a fresh array of twice
+// the bound, after the tail's last events. A commit then costs its
+// events, not a copy of the whole tail. The caller holds s.mu.
 func (s *session) remember(events []core.Event) {
 	if len(events) == 0 {
 		return
@@ -23,14 +26,16 @@ func (s *session) remember(events []core.Event) {
 	if old := s.recent.Load(); old != nil && len(*old) > 0 && (*old)[len(*old)-1].Seq+1 == events[0].Seq {
 		tail = *old
 	}
-	n := len(tail) + len(events)
-	next := make([]core.Event, 0, min(n, recentEvents))
-	if skip := n - recentEvents; skip > 0 && skip < len(tail) {
-		next = append(next, tail[skip:]...)
-	} else if skip <= 0 {
-		next = append(next, tail...)
+	events = events[max(0, len(events)-recentEvents):]
+	var next []core.Event
+	if len(events) <= cap(tail)-len(tail) {
+		next = append(tail, events...) // past every tail published
+	} else {
+		keep := tail[max(0, len(tail)-(recentEvents-len(events))):]
+		next = make([]core.Event, 0, 2*recentEvents)
+		next = append(append(next, keep...), events...)
 	}
-	next = append(next, events[max(0, len(events)-recentEvents):]...)
+	next = next[max(0, len(next)-recentEvents):]
 	s.recent.Store(&next)
 }
 

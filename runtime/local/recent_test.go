@@ -87,3 +87,45 @@ func TestHost_RecentEventsAreTheLogsTail(t *testing.T) {
 		t.Fatalf("after recovery: from memory %v, %d events, head %d; the log has %d, head %d", ok, len(evs), h, len(want), life.Head)
 	}
 }
+
+// The tail is the last recentEvents events committed, after commits of
+// any size; and a tail a reader holds never changes under it, though the
+// next tails are written after it in the same array.
+func TestRememberKeepsTheLastEventsAndNeverChangesATailHeld(t *testing.T) {
+	s := &session{}
+	var seq int64
+	type held struct {
+		tail []core.Event
+		seqs []int64
+	}
+	var readers []held
+	for i, n := range []int{1, 5, 4, 300, 9, 3, 250, 7, 1, 1, 512, 2, 256, 6} {
+		events := make([]core.Event, n)
+		for j := range events {
+			seq++
+			events[j] = core.Event{Seq: seq, Kind: "k", Payload: []byte(fmt.Sprint(seq))}
+		}
+		s.remember(events)
+		tail := *s.recent.Load()
+		if want := min(seq, recentEvents); int64(len(tail)) != want {
+			t.Fatalf("commit %d: the tail holds %d events, want %d", i, len(tail), want)
+		}
+		for j, ev := range tail {
+			if want := seq - int64(len(tail)) + int64(j) + 1; ev.Seq != want || string(ev.Payload) != fmt.Sprint(want) {
+				t.Fatalf("commit %d: tail[%d] is event %d (%s), want %d", i, j, ev.Seq, ev.Payload, want)
+			}
+		}
+		var seqs []int64
+		for _, ev := range tail {
+			seqs = append(seqs, ev.Seq)
+		}
+		readers = append(readers, held{tail, seqs})
+		for k, r := range readers {
+			for j, ev := range r.tail {
+				if ev.Seq != r.seqs[j] {
+					t.Fatalf("after commit %d, the tail read after commit %d changed at %d: event %d, was %d", i, k, j, ev.Seq, r.seqs[j])
+				}
+			}
+		}
+	}
+}
