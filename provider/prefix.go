@@ -121,17 +121,16 @@ func (k Kept) Segments(lead []Segment, added []*Piece) core.SharedSlice[Segment]
 }
 
 // KeepPrefix keeps, for the session's next request, that lowering
-// entries[:at] gave pieces, and that lowering holds no state at entry at;
-// and the request's segments (Kept.Segments, of lead leading ones).
-// took is what this request took from the last one's prefix: pieces start
-// with its pieces.
-func (s *PieceScope) KeepPrefix(entries []core.Entry, at int, pieces []*Piece, took Kept, segs core.SharedSlice[Segment], lead int) {
-	if s == nil || at <= 0 {
+// entries[:at] gave the pieces this request took from the last one's
+// prefix (took) and then added, and that lowering holds no state at entry
+// at; and the request's segments (Kept.Segments, of lead leading ones).
+func (s *PieceScope) KeepPrefix(entries []core.Entry, at int, added []*Piece, took Kept, segs core.SharedSlice[Segment], lead int) {
+	if s == nil || at <= 0 || at < took.Entries {
 		return
 	}
 	last := took.from
-	if last == nil || at < took.Entries || len(pieces) < len(took.Pieces) {
-		last, took = &loweredPrefix{}, Kept{}
+	if last == nil {
+		last = &loweredPrefix{}
 	}
 	p := &loweredPrefix{size: last.size, segs: segs, lead: lead}
 	var ids []string
@@ -139,7 +138,6 @@ func (s *PieceScope) KeepPrefix(entries []core.Entry, at int, pieces []*Piece, t
 		ids = append(ids, e.ID)
 		p.size += int64(len(e.ID)) + 16 + 8
 	}
-	added := pieces[len(took.Pieces):]
 	for _, pc := range added {
 		p.size += 2*int64(len(pc.Raw)) + 8 // members, and the pieces again: a bound, not a tally
 	}

@@ -85,17 +85,16 @@ func lowerParts(ctx context.Context, blobs blob.Store, req provider.Request, opt
 		}
 		tools = append(tools, core.NewCacheSegment(core.SegmentTool, t.Name, tb.Bytes(), nil))
 	}
-	kept := len(took.Pieces)
-	segs := took.Segments(tools, lowered[kept:])
+	segs := took.Segments(tools, lowered)
 	scope.KeepPrefix(req.Entries, restart.Entry, lowered[:restart.Pieces], took, segs, len(tools))
 	// The messages the last request's kept prefix holds go as one part
 	// (provider.Kept.Members), the rest one by one.
-	parts := make(net.Buffers, 0, 2*(len(lowered)-kept)+3)
+	parts := make(net.Buffers, 0, 2*len(lowered)+3)
 	var head bytes.Buffer
 	head.WriteString(`{"model":`)
 	rawjson.WriteString(&head, req.Model.Model)
 	head.WriteString(`,"messages":[`)
-	parts = provider.AppendMembers(append(parts, head.Bytes()), took.Members(), lowered[kept:])
+	parts = provider.AppendMembers(append(parts, head.Bytes()), took.Members(), lowered)
 	var tail bytes.Buffer
 	tail.WriteByte(']')
 	if len(req.Tools) > 0 {
@@ -156,9 +155,10 @@ func lowerMessages(ctx context.Context, blobs blob.Store, entries []core.Entry, 
 	return out, nil
 }
 
-// lowerMessageList returns the request's messages, each a piece: its bytes
-// and cache segment. A message an earlier request lowered from the same
-// entries comes from pieces, without reading their blobs.
+// lowerMessageList returns the request's messages after the ones it took
+// from the last request's kept prefix (the Kept it returns), each a
+// piece: its bytes and cache segment. A message an earlier request lowered
+// from the same entries comes from pieces, without reading their blobs.
 func lowerMessageList(ctx context.Context, blobs blob.Store, entries []core.Entry, opts LowerOptions, pieces *provider.PieceScope) ([]*provider.Piece, provider.Kept, provider.Restart, error) {
 	load := func(e core.Entry) ([]byte, error) {
 		data, err := blobs.Get(ctx, e.Content.Digest)
@@ -167,7 +167,7 @@ func lowerMessageList(ctx context.Context, blobs blob.Store, entries []core.Entr
 		}
 		return data, nil
 	}
-	out := make([]*provider.Piece, 0, len(entries))
+	var out []*provider.Piece // after the pieces taken
 	add := func(m *provider.Piece) {
 		if m.Raw != nil { // nil: the entries make no message
 			out = append(out, m)
@@ -182,7 +182,6 @@ func lowerMessageList(ctx context.Context, blobs blob.Store, entries []core.Entr
 		took = provider.Kept{}
 	}
 	from := took.Entries
-	out = append(out, took.Pieces...)
 
 	// Instructions come first in the context; they become one system
 	// message (among the pieces taken, when the prefix was).

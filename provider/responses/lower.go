@@ -108,7 +108,7 @@ func lowerParts(ctx context.Context, blobs blob.Store, req provider.Request, opt
 	if l.instructions != nil {
 		lead = append(lead, l.instructions.Segment)
 	}
-	segs := l.took.Segments(lead, l.items[len(l.took.Pieces):])
+	segs := l.took.Segments(lead, l.items)
 	scope.KeepPrefix(req.Entries, l.restart.Entry, l.items[:l.restart.Pieces], l.took, segs, len(lead))
 
 	var buf bytes.Buffer // the framing before the input items
@@ -137,7 +137,7 @@ func lowerParts(ctx context.Context, blobs blob.Store, req provider.Request, opt
 	}
 	buf.WriteString(`,"input":[`)
 	parts := make(net.Buffers, 0, 2*len(l.items)+2)
-	parts = provider.AppendMembers(append(parts, buf.Bytes()), l.took.Members(), l.items[len(l.took.Pieces):])
+	parts = provider.AppendMembers(append(parts, buf.Bytes()), l.took.Members(), l.items)
 	var tail bytes.Buffer
 	tail.WriteByte(']')
 	var cm []byte
@@ -274,8 +274,8 @@ func lowerEntries(ctx context.Context, blobs blob.Store, entries []core.Entry) (
 
 // loweredEntries are the joined instructions (nil when there are none)
 // and the input items, each a piece: its bytes and cache segment. took is
-// what the items took from the last request's kept prefix: they start
-// with its pieces.
+// what the request took from the last request's kept prefix: items are
+// the ones after its pieces.
 type loweredEntries struct {
 	instructions *provider.Piece
 	items        []*provider.Piece
@@ -323,8 +323,6 @@ func lowerEntryList(ctx context.Context, blobs blob.Store, entries []core.Entry,
 	// A request that starts with the last one's entries takes the items
 	// lowered from them (provider.PieceScope.Prefix) and lowers the rest.
 	l.took = pieces.Prefix(entries)
-	l.items = make([]*provider.Piece, 0, len(entries))
-	l.items = append(l.items, l.took.Pieces...)
 	// restart is the last entry before which no reasoning item waits to
 	// know what follows it, and before how many items came before it.
 	restart, before := l.took.Entries, len(l.items)
