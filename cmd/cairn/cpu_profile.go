@@ -12,6 +12,8 @@ import (
 // it is set ("%p" in it becomes the process id, for a benchmark that
 // restarts the server), and returns what stops it: how the long-session
 // benchmarks see where a real server's time goes (`go tool pprof cairn FILE`).
+// On stopping it also writes FILE.allocs, where the server's garbage came
+// from (`go tool pprof -sample_index alloc_space cairn FILE.allocs`).
 func cpuProfile() (stop func(), err error) {
 	path := os.Getenv("CAIRN_CPU_PROFILE")
 	if path == "" {
@@ -29,5 +31,9 @@ func cpuProfile() (stop func(), err error) {
 	return func() {
 		pprof.StopCPUProfile()
 		f.Close()
+		if a, err := os.Create(path + ".allocs"); err == nil {
+			_ = pprof.Lookup("allocs").WriteTo(a, 0)
+			a.Close()
+		}
 	}, nil
 }
