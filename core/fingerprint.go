@@ -4,8 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"hash"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/cairn-agents/cairn/content"
 )
@@ -85,8 +87,16 @@ func (m *FingerprintMemo) Fingerprint(cfg SessionConfig, entries []Entry) (strin
 // start begins a fingerprint that takes its entries, about n of them, one
 // at a time (add).
 func (m *FingerprintMemo) start(cfg SessionConfig, n int) *memoHash {
-	return &memoHash{m: m, header: appendHeader(nil, cfg), entries: make([]*Entry, 0, n), remember: -1}
+	buf := memoLists.Get().(*[]*Entry)
+	return &memoHash{m: m, header: appendHeader(nil, cfg), entries: slices.Grow((*buf)[:0], n), buf: buf, remember: -1}
 }
+
+// memoLists are the lists a memoHash collects a request's entries in. A
+// list is given back once summed (a memo keeps fingerprints of entries,
+// not the list), so a turn of a long session does not allocate one the
+// size of its context twice (for its plan and for its request). Which
+// list a hash gets changes nothing it computes.
+var memoLists = sync.Pool{New: func() any { return new([]*Entry) }}
 
 // memoHash collects a request's entries and hashes, at sum, only those
 // after the memo's when the request starts with them.
@@ -94,6 +104,7 @@ type memoHash struct {
 	m       *FingerprintMemo
 	header  []byte
 	entries []*Entry
+	buf     *[]*Entry // where entries came from, to give back (memoLists)
 	// remember is how many of the entries the next memo remembers (all
 	// when negative): the planner's last entries are proposals, which the
 	// state then holds at other addresses.
@@ -157,6 +168,9 @@ func (p *memoHash) sum() (string, *FingerprintMemo) {
 	for _, e := range p.entries[upTo:] {
 		ph.entry(e)
 	}
+	clear(p.entries) // a pooled list must not keep a state's entries alive
+	*p.buf, p.entries = p.entries[:0], nil
+	memoLists.Put(p.buf)
 	return ph.sum(FingerprintPrefix), next
 }
 
