@@ -69,9 +69,12 @@ func (b *batch) entries(inputs []EntryInput, source, runID string, joins []strin
 // with it.
 func (b *batch) endRun(runID, kind string, payload any) {
 	var expired []string
-	for _, e := range b.s.entries {
-		if e.Scope == ScopeRun && e.RunID == runID {
-			expired = append(expired, e.ID)
+	for i, left := 0, b.s.runScoped; left > 0; i++ { // most runs leave none
+		if e := &b.s.entries[i]; e.Scope == ScopeRun {
+			left--
+			if e.RunID == runID {
+				expired = append(expired, e.ID)
+			}
 		}
 	}
 	if len(expired) > 0 {

@@ -182,7 +182,7 @@ func (cp checkpoint) state() (*State, error) {
 	if len(s.entries) == 0 {
 		s.entries = nil
 	}
-	s.countInstructions()
+	s.recount()
 	for _, e := range s.entries {
 		if _, dup := s.entryIDs[e.ID]; dup || e.ID == "" {
 			return nil, &CheckpointError{"duplicate or empty entry id " + e.ID}

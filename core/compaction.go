@@ -296,7 +296,7 @@ func (s *State) applyCompacted(p ContextCompacted) error {
 	ins = append(ins, p.Entries...)
 	ins = append(ins, s.entries[at:]...)
 	s.entries = ins
-	s.countInstructions()
+	s.recount()
 	for _, e := range p.Entries {
 		s.entryIDs[e.ID] = struct{}{}
 		s.nextEntry++

@@ -41,21 +41,26 @@ func (s *State) inRequestOrder() bool {
 	return n == s.instructions // none after the leading ones
 }
 
-// countInstructions recounts s.instructions after entries were rebuilt.
-func (s *State) countInstructions() {
-	s.instructions = 0
+// recount counts the entries again after they were rebuilt (see
+// State.instructions).
+func (s *State) recount() {
+	s.instructions, s.runScoped, s.managed = 0, 0, 0
 	for i := range s.entries {
-		if s.entries[i].Kind == EntryInstructions {
-			s.instructions++
-		}
+		s.count(&s.entries[i], 1)
 	}
 }
 
-func isInstructions(e Entry) int {
+// count adds d (1 or -1) to the counts e is in.
+func (s *State) count(e *Entry, d int) {
 	if e.Kind == EntryInstructions {
-		return 1
+		s.instructions += d
 	}
-	return 0
+	if e.Scope == ScopeRun {
+		s.runScoped += d
+	}
+	if RefreshManaged(e.Key) {
+		s.managed += d
+	}
 }
 
 // copyOnWrite gives the state its own copy of its entries before one is
@@ -133,13 +138,14 @@ func (s *State) applyEntries(entries []Entry) error {
 			if i := s.indexOfKey(e.Key); i >= 0 {
 				delete(s.entryIDs, s.entries[i].ID)
 				s.copyOnWrite()
-				s.instructions += isInstructions(e) - isInstructions(s.entries[i])
+				s.count(&s.entries[i], -1)
+				s.count(&e, 1)
 				s.entries[i] = e
 				continue
 			}
 		}
 		s.entries = append(s.entries, e)
-		s.instructions += isInstructions(e)
+		s.count(&e, 1)
 		if e.Kind == EntryCatalog && e.Key != "" {
 			s.trimSuperseded(e.Key)
 		}
@@ -196,7 +202,7 @@ func (s *State) keepEntries(keep func(i int, e Entry) bool) {
 		}
 	}
 	s.entries = kept
-	s.countInstructions()
+	s.recount()
 }
 
 func contains(list []string, v string) bool {

@@ -288,6 +288,9 @@ func (m *propModel) check(t *rapid.T) {
 	if !reflect.DeepEqual(replayed, live) {
 		t.Fatalf("replayed state is not deep-equal to the live state")
 	}
+	if !live.CountsMatchEntries() {
+		t.Fatalf("the state's counts of its entries are not what counting them gives")
+	}
 	m.last = replayed
 
 	// (e) A checkpoint of the state, decoded and fed the rest of the log,

@@ -49,9 +49,12 @@ func RefreshEdits(s *State, derived []EntryInput, at int64) []Command {
 		add = append(add, in)
 	}
 	var gone []string
-	for _, e := range s.entries {
-		if RefreshManaged(e.Key) && !want[e.Key] && !contains(gone, e.Key) {
-			gone = append(gone, e.Key)
+	for i, left := 0, s.managed; left > 0; i++ { // most contexts hold few, or none
+		if e := &s.entries[i]; RefreshManaged(e.Key) {
+			left--
+			if !want[e.Key] && !contains(gone, e.Key) {
+				gone = append(gone, e.Key)
+			}
 		}
 	}
 	var cmds []Command

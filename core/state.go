@@ -20,10 +20,13 @@ type State struct {
 	// entries are in recorded order; Context() puts instructions first.
 	entries  []Entry
 	entryIDs map[string]struct{} // ids of entries, for duplicate checks
-	// instructions counts the instruction entries in entries, so whether
-	// they are in request order is known without reading every entry.
-	instructions int
-	nextEntry    int64
+	// instructions, runScoped and managed count the entries that are
+	// instructions, expire with their run (ScopeRun) and carry a key a
+	// refresh manages (RefreshManaged), so whether they are in request
+	// order, and which a run's end or a refresh removes, is known without
+	// reading every entry of a long session's context (State.count).
+	instructions, runScoped, managed int
+	nextEntry                        int64
 
 	runs        map[string]*Run
 	runOrder    []string
