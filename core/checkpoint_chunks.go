@@ -3,7 +3,6 @@ package core
 import (
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"slices"
 	"strconv"
 	"strings"
@@ -138,7 +137,10 @@ func EncodeCheckpointParts(s *State, memo *CheckpointMemo) (CheckpointParts, err
 			key.WriteString("p")
 			kids := make([]content.Digest, len(refs))
 			for i, c := range refs {
-				key.WriteString(" " + c.Ref.String() + "/" + strconv.Itoa(c.Count))
+				key.WriteString(" ")
+				key.WriteString(c.Ref.String())
+				key.WriteString("/")
+				key.WriteString(strconv.Itoa(c.Count))
 				kids[i] = c.Ref
 			}
 			d, isNew, err := put(key.String(), chunkBody[CheckpointChunk]{Format: checkpointPageFormat, Items: refs})
@@ -158,8 +160,9 @@ func EncodeCheckpointParts(s *State, memo *CheckpointMemo) (CheckpointParts, err
 		es := cp.Entries[ch[0]:ch[1]]
 		var key strings.Builder
 		key.WriteString("e")
-		for _, e := range es {
-			key.WriteString(" " + e.ID)
+		for i := range es {
+			key.WriteString(" ")
+			key.WriteString(es[i].ID)
 		}
 		d, _, err := put(key.String(), chunkBody[Entry]{Format: checkpointEntriesFormat, Items: es})
 		if err != nil {
@@ -193,11 +196,17 @@ func EncodeCheckpointParts(s *State, memo *CheckpointMemo) (CheckpointParts, err
 func runsChunkKey(rs []runState) string {
 	var key strings.Builder
 	key.WriteString("r")
-	for _, r := range rs {
+	for i := range rs {
+		r := &rs[i]
 		if r.Status != StatusCompleted && r.Status != StatusFailed && r.Status != StatusCancelled {
 			return ""
 		}
-		key.WriteString(" " + r.ID + "/" + r.Status + "/" + strconv.FormatInt(r.EndedSeq, 10))
+		key.WriteString(" ")
+		key.WriteString(r.ID)
+		key.WriteString("/")
+		key.WriteString(r.Status)
+		key.WriteString("/")
+		key.WriteString(strconv.FormatInt(r.EndedSeq, 10))
 	}
 	return key.String()
 }
@@ -217,14 +226,22 @@ func cutChunks(n int, id func(int) string, spread, max uint32) [][2]int {
 	var out [][2]int
 	from := 0
 	for i := range n {
-		h := fnv.New32a()
-		h.Write([]byte(id(i)))
-		if h.Sum32()%spread == 0 || uint32(i+1-from) == max || i == n-1 {
+		if fnv32a(id(i))%spread == 0 || uint32(i+1-from) == max || i == n-1 {
 			out = append(out, [2]int{from, i + 1})
 			from = i + 1
 		}
 	}
 	return out
+}
+
+// fnv32a is hash/fnv's 32-bit FNV-1a of s, without a hasher and a copy
+// of s per item: a checkpoint of a long session cuts every entry and run.
+func fnv32a(s string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint32(s[i])) * 16777619
+	}
+	return h
 }
 
 // CheckpointChunkRefs returns the blobs a checkpoint's index names itself,
