@@ -104,21 +104,6 @@ func (r *partsReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// WriteTo writes the parts left to w as they are: net/http copies a body
-// that cannot write itself through a fresh 32 KiB buffer a request.
-func (r *partsReader) WriteTo(w io.Writer) (int64, error) {
-	var n int64
-	for ; r.i < len(r.parts); r.i, r.next = r.i+1, 0 {
-		c, err := w.Write(r.parts[r.i][r.next:])
-		n += int64(c)
-		if err != nil {
-			r.next += c
-			return n, err
-		}
-	}
-	return n, nil
-}
-
 // Post sends the call and returns the 2xx body, or a *provider.Error
 // (ctx.Err() when the caller gave up).
 func Post(ctx context.Context, c Call) ([]byte, error) {

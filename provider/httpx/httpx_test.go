@@ -1,9 +1,6 @@
 package httpx
 
 import (
-	"bytes"
-	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -57,31 +54,5 @@ func TestRedactRemovesSecretsAndBoundsLength(t *testing.T) {
 	long := Redact(strings.Repeat("é", MaxMessageBytes), ep)
 	if len(long) > MaxMessageBytes+len("…") || !strings.HasSuffix(long, "…") {
 		t.Fatalf("unbounded message of %d bytes", len(long))
-	}
-}
-
-// A body in parts reads, and writes itself, as the parts joined, from
-// wherever a reader left off: net/http sends it with WriteTo, a retry's
-// GetBody reads it again from the start.
-func TestPartsReaderWritesTheRestOfTheParts(t *testing.T) {
-	parts := net.Buffers{[]byte("{\"a\":"), []byte("1"), nil, []byte(",\"b\":[2,3]}")}
-	whole := string(bytes.Join(parts, nil))
-	for cut := range len(whole) + 1 {
-		r := &partsReader{parts: parts}
-		head := make([]byte, cut)
-		if _, err := io.ReadFull(r, head); err != nil {
-			t.Fatalf("reading %d bytes: %v", cut, err)
-		}
-		var rest bytes.Buffer
-		n, err := r.WriteTo(&rest)
-		if err != nil || n != int64(len(whole)-cut) || string(head)+rest.String() != whole {
-			t.Fatalf("after %d bytes, WriteTo wrote %q (%d, %v); want %q", cut, rest.String(), n, err, whole[cut:])
-		}
-		if m, err := r.Read(make([]byte, 1)); m != 0 || err != io.EOF {
-			t.Fatalf("after WriteTo, Read = %d, %v; want EOF", m, err)
-		}
-	}
-	if got := string(bytes.Join(parts, nil)); got != whole {
-		t.Fatalf("the parts changed: %q", got)
 	}
 }
