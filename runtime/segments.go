@@ -124,8 +124,10 @@ func (x *Executor) rememberSegments(sessionID string, ref content.ContentRef, l 
 // instead of storing them (and recording their edges) again.
 func (x *Executor) putChunked(ctx context.Context, sessionID string, segs []core.CacheSegment, remembered bool) (content.ContentRef, error) {
 	var chunks []core.SegmentChunkRef
+	var scratch []byte // chunkKey's, for every chunk in turn
 	for _, chunk := range core.ChunkSegments(segs) {
-		key := chunkKey(sessionID, chunk)
+		var key []byte
+		key, scratch = chunkKey(scratch[:0], sessionID, chunk)
 		d, ok := x.storedDigest(key, remembered)
 		if !ok {
 			data, err := core.EncodeSegments(chunk)
@@ -215,9 +217,9 @@ func (x *Executor) storedDigest(key []byte, remembered bool) (content.Digest, bo
 
 // chunkKey names a chunk of a session's segment list by every field its
 // stored form holds, without encoding it: SHA-256 over each field with
-// its length. Digests are kept per session, like lowered entries.
-func chunkKey(sessionID string, chunk []core.CacheSegment) []byte {
-	var b []byte
+// its length. Digests are kept per session, like lowered entries. b is
+// scratch space, returned grown for the next chunk.
+func chunkKey(b []byte, sessionID string, chunk []core.CacheSegment) (key, scratch []byte) {
 	field := func(s string) {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
@@ -238,5 +240,5 @@ func chunkKey(sessionID string, chunk []core.CacheSegment) []byte {
 		}
 	}
 	sum := sha256.Sum256(b)
-	return append([]byte("segment chunk\x00"), sum[:]...)
+	return append([]byte("segment chunk\x00"), sum[:]...), b
 }
