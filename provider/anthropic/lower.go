@@ -185,8 +185,8 @@ func normalize(msgs []message) []message {
 		out = appendBlocks(out, m.role, m.blocks)
 	}
 	for i := range out {
-		if out[i].role != roleUser {
-			continue
+		if out[i].role != roleUser || resultsFirst(out[i].blocks) {
+			continue // as it is: most user messages hold no tool result
 		}
 		var results, rest []block
 		for _, b := range out[i].blocks {
@@ -199,6 +199,20 @@ func normalize(msgs []message) []message {
 		out[i].blocks = append(results, rest...)
 	}
 	return out
+}
+
+// resultsFirst reports whether no tool_result block follows a block of
+// another type: the order normalize would put them in.
+func resultsFirst(blocks []block) bool {
+	other := false
+	for _, b := range blocks {
+		if b.typ != typeToolResult {
+			other = true
+		} else if other {
+			return false
+		}
+	}
+	return true
 }
 
 func hasNonThinking(blocks []block) bool {
@@ -428,7 +442,20 @@ func (c conversation) body(model string, p params, tools []provider.Tool) ([]byt
 	}
 	marker := cacheControl(p.cacheTTL)
 
+	// The body is sized first: a long session's request grown by doubling
+	// was copied about twice over, and left each smaller buffer as garbage.
+	size := 256 + 64*len(tools) + len(marker)*4
+	for _, b := range c.system {
+		size += len(b.raw) + 1
+	}
+	for _, m := range c.messages {
+		size += len(`{"role":"","content":[]},`) + len(m.role)
+		for _, b := range m.blocks {
+			size += len(b.raw) + 1
+		}
+	}
 	var buf bytes.Buffer
+	buf.Grow(size)
 	buf.WriteString(`{"model":`)
 	rawjson.WriteString(&buf, model)
 	buf.WriteString(`,"max_tokens":`)
@@ -494,7 +521,9 @@ func (c conversation) body(model string, p params, tools []provider.Tool) ([]byt
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		buf.WriteString(`{"role":"` + m.role + `","content":[`)
+		buf.WriteString(`{"role":"`)
+		buf.WriteString(m.role)
+		buf.WriteString(`","content":[`)
 		for j, b := range m.blocks {
 			if j > 0 {
 				buf.WriteByte(',')
