@@ -92,6 +92,12 @@ func (s *Store) importIn(ctx context.Context, tx stmtTx, is store.ImportedSessio
 	if err := upsertSession(ctx, tx, s.universe, life); err != nil {
 		return fmt.Errorf("sqlite: import %s: %w", is.SessionID, err)
 	}
+	// The upsert keeps a row's creation time, and the row written first
+	// had none.
+	if _, err := tx.ExecContext(ctx, `UPDATE sessions SET created_at_ms = ? WHERE universe = ? AND session_id = ?`,
+		life.CreatedAtMs, s.universe, is.SessionID); err != nil {
+		return fmt.Errorf("sqlite: import %s: %w", is.SessionID, err)
+	}
 	if is.CloneOf != "" {
 		return s.cloneIn(ctx, tx, is.SessionID, is.CloneOf)
 	}

@@ -92,7 +92,10 @@ func (s *Store) AppendBatch(ctx context.Context, sessionID string, expectedHead 
 }
 
 // upsertSession writes the catalog row; it precedes the events so their
-// foreign key holds for a new session.
+// foreign key holds for a new session. An update leaves created_at_ms
+// alone: it never changes, and SQLite rewrites the entry of an index
+// (here sessions_newest) whenever its column is assigned, which cost every
+// append one more page written.
 func upsertSession(ctx context.Context, tx stmtTx, universe string, l core.Lifecycle) error {
 	raw, err := json.Marshal(l)
 	if err != nil {
@@ -103,8 +106,7 @@ func upsertSession(ctx context.Context, tx stmtTx, universe string, l core.Lifec
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (universe, session_id) DO UPDATE SET
 			head = excluded.head, status = excluded.status, has_unfinished = excluded.has_unfinished,
-			created_at_ms = excluded.created_at_ms, updated_at_ms = excluded.updated_at_ms,
-			lifecycle = excluded.lifecycle`,
+			updated_at_ms = excluded.updated_at_ms, lifecycle = excluded.lifecycle`,
 		universe, l.SessionID, l.Head, l.Status, l.Unfinished(), l.CreatedAtMs, l.UpdatedAtMs, string(raw))
 	if err != nil {
 		return fmt.Errorf("write session row: %w", err)

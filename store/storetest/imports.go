@@ -47,6 +47,7 @@ func notes(id string, from, to int) []core.Proposal {
 func testImportCreatesSessionsWithLineage(f *fixture) {
 	c := f.catalog()
 	im := f.importer()
+	f.append("older", 0, opened("older", 500)) // created before a, listed after it
 	d := f.put("imported blob")
 	a := append([]core.Proposal{opened("a", 1000), refs(1001, textRef(d))}, notes("a", 3, 6)...)
 	ws := f.put("a workspace's head")
@@ -97,6 +98,18 @@ func testImportCreatesSessionsWithLineage(f *fixture) {
 		if _, err := wss.Snapshot(f.ctx, ws); err != nil {
 			f.t.Fatalf("the imported snapshot: %v", err)
 		}
+	}
+	// The listing orders them by their creation times, newest first.
+	ls, err := c.SessionsBefore(f.ctx, nil, 0)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var order []string
+	for _, l := range ls {
+		order = append(order, l.SessionID)
+	}
+	if !slices.Equal(order, []string{"c", "b", "a", "older"}) {
+		f.t.Fatalf("sessions newest first = %v, want [c b a older]", order)
 	}
 	// The imported sessions are ordinary ones: they append on.
 	f.append("b", 6, note("b 7"))
