@@ -13,6 +13,7 @@ import (
 	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/provider"
 	"github.com/cairn-agents/cairn/provider/endpoint"
+	"github.com/cairn-agents/cairn/store"
 )
 
 // Executor runs generations, tool calls and refreshes for any host.
@@ -71,19 +72,36 @@ var ErrFingerprintMismatch = errors.New("request does not match its planned fing
 // returns the result to admit; a *provider.Error that is Retryable may be
 // retried by the host; any other error should become FailedGeneration.
 func (x *Executor) Generate(ctx context.Context, sessionID string, w core.GenerateWork) (core.GenerationResult, error) {
+	res, _, err := x.generate(ctx, sessionID, w, false)
+	return res, err
+}
+
+// GenerateHeld is Generate for a host that stores what the answer brings
+// with the append that admits the result (store.BatchAppender), which
+// then costs no transaction of its own: it returns those blobs and edges
+// instead of writing them. An edge names only blobs of the batch, blobs
+// stored when GenerateHeld checked, or w.LastSegments, which the
+// session's committed events root. The batch is for the same store as
+// the executor's Blobs and Files.
+func (x *Executor) GenerateHeld(ctx context.Context, sessionID string, w core.GenerateWork) (core.GenerationResult, store.Batch, error) {
+	return x.generate(ctx, sessionID, w, true)
+}
+
+func (x *Executor) generate(ctx context.Context, sessionID string, w core.GenerateWork, hold bool) (core.GenerationResult, store.Batch, error) {
 	if !x.fingerprintMatches(sessionID, w) {
-		return core.GenerationResult{}, fmt.Errorf("%w: planned %s, rebuilt %s", ErrFingerprintMismatch, w.Fingerprint, core.PlanFingerprint(w.Config, w.Entries))
+		return core.GenerationResult{}, store.Batch{}, fmt.Errorf("%w: planned %s, rebuilt %s", ErrFingerprintMismatch, w.Fingerprint, core.PlanFingerprint(w.Config, w.Entries))
 	}
 	adapter, ok := x.Adapters[w.Config.Model.APIKind]
 	if !ok {
-		return core.GenerationResult{}, fmt.Errorf("no adapter for API kind %q", w.Config.Model.APIKind)
+		return core.GenerationResult{}, store.Batch{}, fmt.Errorf("no adapter for API kind %q", w.Config.Model.APIKind)
 	}
 	tools, err := x.toolDefinitions(ctx, w.Config)
 	if err != nil {
-		return core.GenerationResult{}, err
+		return core.GenerationResult{}, store.Batch{}, err
 	}
 	// What the answer stores waits for the cache-report list's edge, or
-	// the flush below, and is written with it in one batch.
+	// the flush below, and is written with it in one batch (or, held, is
+	// returned as that batch).
 	var onDelta func(provider.Delta)
 	if x.OnDelta != nil {
 		mark := func(kind string) { x.OnDelta(sessionID, GenerationDelta{RunID: w.RunID, Turn: w.Turn, Kind: kind}) }
@@ -93,7 +111,10 @@ func (x *Executor) Generate(ctx context.Context, sessionID string, w core.Genera
 			x.OnDelta(sessionID, GenerationDelta{RunID: w.RunID, Turn: w.Turn, Kind: d.Kind, Text: d.Text, CallID: d.CallID, Name: d.Name})
 		}
 	}
-	x, writes := x.stage()
+	x, writes := x.stage(hold)
+	if writes != nil && w.LastSegments != nil {
+		writes.rooted = w.LastSegments.Digest
+	}
 	began := time.Now()
 	out, err := adapter.Generate(ctx, x.Blobs, provider.Request{
 		SessionID:  sessionID,
@@ -110,7 +131,7 @@ func (x *Executor) Generate(ctx context.Context, sessionID string, w core.Genera
 			ProviderID: w.Config.Model.ProviderID, Start: began, Duration: time.Since(began), Failed: err != nil})
 	}
 	if err != nil {
-		return core.GenerationResult{}, err
+		return core.GenerationResult{}, store.Batch{}, err
 	}
 	res := core.GenerationResult{
 		RunID: w.RunID, Turn: w.Turn, Entries: out.Entries, ToolCalls: out.ToolCalls,
@@ -118,15 +139,20 @@ func (x *Executor) Generate(ctx context.Context, sessionID string, w core.Genera
 	}
 	var prefixFraction float64
 	res.Cache, prefixFraction = x.cacheFacts(ctx, sessionID, w, out)
-	if writes != nil {
+	var held store.Batch
+	switch {
+	case writes == nil:
+	case hold:
+		held = writes.Held()
+	default:
 		if err := writes.Flush(ctx); err != nil {
-			return core.GenerationResult{}, fmt.Errorf("storing the answer: %w", err)
+			return core.GenerationResult{}, store.Batch{}, fmt.Errorf("storing the answer: %w", err)
 		}
 	}
-	if x.Observer != nil { // once the answer is stored: a retried generation counts once
+	if x.Observer != nil { // once the answer is stored or held: a retried generation counts once
 		x.Observer.Generated(out.Usage, prefixFraction)
 	}
-	return res, nil
+	return res, held, nil
 }
 
 // fingerprintMatches checks that w's entries are the request its turn

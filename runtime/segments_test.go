@@ -164,6 +164,22 @@ func TestRepeatedSegmentChunksAreStoredOnce(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(got, next) {
 		t.Fatalf("read back %d segments, %v; want the list stored", len(got), err)
 	}
+
+	// Held for the host's append, the same: the collected chunk is
+	// noticed before anything is written, and comes in the batch.
+	if _, ok := mem.DeleteIf(gone, func(time.Time) bool { return true }); !ok {
+		t.Fatal("could not delete the first chunk")
+	}
+	held, writes, err := runtime.PutSegmentsHeld(x, ctx, nil, next)
+	if err != nil || held != ref {
+		t.Fatalf("held, the list is stored as %v, %v; want %v", held, err, ref)
+	}
+	if err := files.WriteBatch(ctx, writes); err != nil {
+		t.Fatalf("writing the held batch: %v", err)
+	}
+	if _, err := mem.Get(ctx, gone); err != nil {
+		t.Fatalf("the held batch did not store the collected chunk again: %v", err)
+	}
 }
 
 // The next turn's list is stored as what it changes in the list of the

@@ -20,15 +20,24 @@ type staged struct {
 
 	pending [][]byte
 	held    map[content.Digest]int // index in pending
+
+	// hold keeps the edges too, for the host to write everything with the
+	// append that admits the generation's result (see GenerateHeld).
+	hold  bool
+	edges []store.Edge
+	// rooted is a blob the session's committed events name (the last
+	// cache-report list): its root keeps it stored, so an edge to it
+	// needs no check.
+	rooted content.Digest
 }
 
 // stage returns an executor that writes through a staged store, and that
 // store; without Files (no edges, no batches) it returns x and nil.
-func (x *Executor) stage() (*Executor, *staged) {
+func (x *Executor) stage(hold bool) (*Executor, *staged) {
 	if x.Files == nil {
 		return x, nil
 	}
-	s := &staged{Store: x.Blobs, Files: x.Files, held: map[content.Digest]int{}}
+	s := &staged{Store: x.Blobs, Files: x.Files, held: map[content.Digest]int{}, hold: hold}
 	y := *x
 	y.Blobs, y.Files = s, s
 	return &y, s
@@ -69,9 +78,39 @@ func (s *staged) unheld(ds []content.Digest) []content.Digest {
 	return slices.DeleteFunc(ds, func(d content.Digest) bool { _, ok := s.held[d]; return ok })
 }
 
-// PutEdges writes the waiting blobs and this edge together.
+// PutEdges writes the waiting blobs and this edge together. A store that
+// holds its writes keeps the edge with them instead, once the blobs it
+// names are waiting, rooted or stored: a blob collected since is reported
+// missing now, as a write would, so the caller can store something else.
 func (s *staged) PutEdges(ctx context.Context, parent content.Digest, children []content.Digest) error {
-	return s.Flush(ctx, store.Edge{Parent: parent, Children: children})
+	e := store.Edge{Parent: parent, Children: children}
+	if !s.hold {
+		return s.Flush(ctx, e)
+	}
+	var check []content.Digest
+	for _, d := range append([]content.Digest{parent}, children...) {
+		if _, ok := s.held[d]; !ok && d != s.rooted {
+			check = append(check, d)
+		}
+	}
+	if len(check) > 0 {
+		missing, err := s.Store.Missing(ctx, check)
+		if err != nil {
+			return err
+		}
+		if len(missing) > 0 {
+			return &blob.MissingError{Digests: missing}
+		}
+	}
+	s.edges = append(s.edges, e)
+	return nil
+}
+
+// Held returns the waiting blobs and edges as one batch, and forgets them.
+func (s *staged) Held() store.Batch {
+	b := store.Batch{Blobs: s.pending, Edges: s.edges}
+	s.pending, s.held, s.edges = nil, map[content.Digest]int{}, nil
+	return b
 }
 
 // Flush writes the waiting blobs and edges as one batch. On failure the

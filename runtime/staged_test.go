@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -45,7 +46,18 @@ func (b *batchingFiles) WriteBatch(ctx context.Context, batch store.Batch) error
 // cache-report list (with the list's edge) as one batch, and everything
 // its result names is stored when Generate returns, also when the list's
 // base was collected and the batch is written a second time.
+//
+// Held (GenerateHeld), the generation writes nothing: the same blobs and
+// edges come back as the batch for the host's append. The last list is
+// taken as stored there (the session's events root it), so a base
+// collected all the same fails that append instead.
 func TestGenerationWritesOneBatch(t *testing.T) {
+	for _, held := range []bool{false, true} {
+		t.Run(fmt.Sprintf("held=%v", held), func(t *testing.T) { testGenerationWritesOneBatch(t, held) })
+	}
+}
+
+func testGenerationWritesOneBatch(t *testing.T, held bool) {
 	ctx := context.Background()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.ReadAll(r.Body)
@@ -89,7 +101,14 @@ func TestGenerationWritesOneBatch(t *testing.T) {
 		}
 		puts.puts, files.batches = 0, 0
 		w := core.GenerateWork{RunID: "r1", Turn: turn, Config: cfg, Entries: entries, Fingerprint: core.PlanFingerprint(cfg, entries), LastSegments: last}
-		res, err := x.Generate(ctx, "s1", w)
+		var res core.GenerationResult
+		var writes store.Batch
+		var err error
+		if held {
+			res, writes, err = x.GenerateHeld(ctx, "s1", w)
+		} else {
+			res, err = x.Generate(ctx, "s1", w)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,8 +116,26 @@ func TestGenerationWritesOneBatch(t *testing.T) {
 			t.Fatalf("turn %d: cache facts %v, %d tool calls; want facts and 2 calls", turn, res.Cache, len(res.ToolCalls))
 		}
 		wantBatches := map[int]int{1: 1, 2: 1, 3: 2}[turn] // turn 3's delta fails on its collected base
+		if held {
+			wantBatches = 0
+			if len(writes.Blobs) == 0 || len(writes.Edges) != map[int]int{1: 0, 2: 1, 3: 1}[turn] {
+				t.Fatalf("turn %d held %d blobs and %d edges", turn, len(writes.Blobs), len(writes.Edges))
+			}
+		}
 		if puts.puts != 0 || files.batches != wantBatches {
 			t.Fatalf("turn %d wrote %d blobs one by one and %d batches; want none and %d", turn, puts.puts, files.batches, wantBatches)
+		}
+		if held && turn == 3 {
+			var missing *blob.MissingError
+			if err := files.WriteBatch(ctx, writes); !errors.As(err, &missing) {
+				t.Fatalf("turn 3: the held batch names the collected base, and writing it gave %v", err)
+			}
+			return
+		}
+		if held {
+			if err := files.WriteBatch(ctx, writes); err != nil {
+				t.Fatalf("turn %d: writing the held batch: %v", turn, err)
+			}
 		}
 		named := []content.Digest{res.Cache.Segments.Digest}
 		for _, e := range res.Entries {

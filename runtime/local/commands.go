@@ -93,10 +93,10 @@ func (h *Host) SubmitWith(ctx context.Context, sessionID string, cmd core.Comman
 		// that admits cmd (a failed flush leaves that step to
 		// AdmitAndAppend, which then carries them a step early).
 		runtime.Flush(h.on(s))
-		s.brought = blobs
+		s.brought = store.Batch{Blobs: blobs}
 	}
 	adm, err := runtime.AdmitAndAppend(h.on(s), cmd)
-	s.brought = nil
+	s.brought = store.Batch{}
 	if err != nil {
 		return adm, err
 	}

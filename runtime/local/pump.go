@@ -5,9 +5,11 @@ import (
 	"errors"
 	"time"
 
+	"github.com/cairn-agents/cairn/blob"
 	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/provider"
 	"github.com/cairn-agents/cairn/runtime"
+	"github.com/cairn-agents/cairn/store"
 )
 
 // pump runs runtime.Pump on the session; a failed append is retried in a
@@ -54,9 +56,26 @@ func (h *Host) retryPumpLater(s *session) {
 	h.later(s, time.Second, func() { h.pump(s) })
 }
 
+// dispatchGenerate runs a turn's generation. On a log that appends
+// batches, what the answer stores (its blobs, its cache-report list and
+// that list's edges) is held and written by the append that admits the
+// result: one transaction a turn fewer.
 func (h *Host) dispatchGenerate(s *session, w core.GenerateWork) {
-	launch(h, s, core.Work{RunID: w.RunID, Turn: w.Turn}, func(ctx context.Context) (core.GenerationResult, error) {
-		return withRetry(h, ctx, s.id, func() (core.GenerationResult, error) { return h.opt.Executor.Generate(ctx, s.id, w) })
+	_, hold := h.opt.Log.(store.BatchAppender)
+	type held struct {
+		res    core.GenerationResult
+		writes store.Batch
+	}
+	launchWith(h, s, core.Work{RunID: w.RunID, Turn: w.Turn}, func(ctx context.Context) (core.GenerationResult, store.Batch, error) {
+		r, err := withRetry(h, ctx, s.id, func() (held, error) {
+			if !hold {
+				res, err := h.opt.Executor.Generate(ctx, s.id, w)
+				return held{res: res}, err
+			}
+			res, writes, err := h.opt.Executor.GenerateHeld(ctx, s.id, w)
+			return held{res, writes}, err
+		})
+		return r.res, r.writes, err
 	}, func(err error) core.GenerationResult {
 		h.opt.Logger.Warn("generation failed", "session", s.id, "run", w.RunID, "turn", w.Turn, "err", err)
 		return runtime.FailedGeneration(w, err)
@@ -68,6 +87,15 @@ func (h *Host) dispatchGenerate(s *session, w core.GenerateWork) {
 // it errs; the result of work cancelled meanwhile is discarded. The caller
 // holds s.mu.
 func launch[T core.Command](h *Host, s *session, work core.Work, run func(context.Context) (T, error), failed func(error) T) {
+	launchWith(h, s, work, func(ctx context.Context) (T, store.Batch, error) {
+		res, err := run(ctx)
+		return res, store.Batch{}, err
+	}, failed)
+}
+
+// launchWith is launch for work whose result comes with writes for the
+// append that admits it (see dispatchGenerate).
+func launchWith[T core.Command](h *Host, s *session, work core.Work, run func(context.Context) (T, store.Batch, error), failed func(error) T) {
 	key := work.Key()
 	if s.inflight.Get(key) != nil || h.ctx.Err() != nil {
 		return // in flight already, or the host is closing
@@ -78,14 +106,14 @@ func launch[T core.Command](h *Host, s *session, work core.Work, run func(contex
 	go func() {
 		defer h.work.Done()
 		defer cancel()
-		res, err := run(ctx)
+		res, writes, err := run(ctx)
 		if ctx.Err() != nil {
 			return // cancelled: the result is discarded
 		}
 		if err != nil {
-			res = failed(err)
+			res, writes = failed(err), store.Batch{}
 		}
-		h.deliver(s, key, res)
+		h.deliver(s, key, res, writes)
 	}()
 }
 
@@ -155,14 +183,15 @@ func (h *Host) dispatchTool(s *session, runID string, turn int, call core.ToolCa
 // in flight, so its work is not run again, and is admitted again after a
 // backoff; after runtime.MaxResultAdmissions attempts, or at once when the
 // core refuses it, its run fails instead (runtime.Unadmitted), logged once.
-func (h *Host) deliver(s *session, key string, cmd core.Command) {
+func (h *Host) deliver(s *session, key string, cmd core.Command, writes store.Batch) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	h.admitResult(s, key, cmd)
+	h.admitResult(s, key, cmd, writes)
 }
 
-// admitResult is deliver with s.mu held.
-func (h *Host) admitResult(s *session, key string, cmd core.Command) {
+// admitResult is deliver with s.mu held. writes are stored by the append
+// that admits cmd.
+func (h *Host) admitResult(s *session, key string, cmd core.Command, writes store.Batch) {
 	f := s.inflight.Get(key)
 	if f == nil {
 		return // cancelled after it finished
@@ -170,7 +199,16 @@ func (h *Host) admitResult(s *session, key string, cmd core.Command) {
 	if g, ok := cmd.(core.GenerationResult); ok {
 		defer h.deltas.End(s.id, g.RunID, g.Turn) // its pieces are in the answer now
 	}
-	_, err := runtime.AdmitAndAppend(h.on(s), runtime.AtTime(cmd, h.nowMs()))
+	err := h.admitWith(s, cmd, writes)
+	var missing *blob.MissingError
+	if g, ok := cmd.(core.GenerationResult); ok && g.Cache != nil && len(writes.Edges) > 0 && errors.As(err, &missing) {
+		// A blob the cache-report list's edges name went away after the
+		// executor checked it: the answer goes in without the list, as
+		// when the executor cannot store one.
+		g.Cache, writes.Edges = nil, nil
+		cmd = g
+		err = h.admitWith(s, cmd, writes)
+	}
 	switch {
 	case err == nil:
 	case runtime.ResultStale(err):
@@ -180,7 +218,7 @@ func (h *Host) admitResult(s *session, key string, cmd core.Command) {
 			h.opt.Logger.Warn("admitting result failed; retrying", "session", s.id, "work", key, "err", err)
 		}
 		f.Admissions++
-		h.retryLater(s, f.Admissions, func() { h.admitResult(s, key, cmd) })
+		h.retryLater(s, f.Admissions, func() { h.admitResult(s, key, cmd, writes) })
 		return
 	default:
 		h.opt.Logger.Error("result not admitted; failing its run", "session", s.id, "work", key, "attempts", f.Admissions+1, "err", err)
@@ -189,6 +227,18 @@ func (h *Host) admitResult(s *session, key string, cmd core.Command) {
 	}
 	s.inflight.Remove(key)
 	h.pump(s)
+}
+
+// admitWith admits cmd, storing writes with the append that admits it.
+// The caller holds s.mu.
+func (h *Host) admitWith(s *session, cmd core.Command, writes store.Batch) error {
+	if len(writes.Blobs) > 0 || len(writes.Edges) > 0 {
+		runtime.Flush(h.on(s)) // the core's own steps first, as in SubmitWith
+		s.brought = writes
+	}
+	_, err := runtime.AdmitAndAppend(h.on(s), runtime.AtTime(cmd, h.nowMs()))
+	s.brought = store.Batch{}
+	return err
 }
 
 // admitFailure admits the failure that replaces an unadmittable result. If

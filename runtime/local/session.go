@@ -50,9 +50,10 @@ type session struct {
 	queued int
 	// recent is the tail of the log this host committed (see remember).
 	recent atomic.Pointer[[]core.Event]
-	// brought are the blobs of the command being admitted, for the next
-	// commit to store with its events (see SubmitWith).
-	brought [][]byte
+	// brought are the blobs (and edges) of the command being admitted,
+	// for the next commit to store with its events (see SubmitWith and
+	// admitWith).
+	brought store.Batch
 	// armed are the client calls whose deadline has a timer (see
 	// armDeadlines).
 	armed map[string]bool
@@ -162,12 +163,12 @@ func (h *Host) commit(s *session, in core.Intent) error {
 	chained, want, err := s.drive.Chain(h.nowMs(), runtime.ChainSteps)
 	var events []core.Event
 	if err == nil {
-		events, err = store.AppendBatch(h.ctx, h.opt.Log, h.opt.Blobs, s.id, chained.ExpectedHead, chained.Proposals, store.Batch{Blobs: s.brought})
+		events, err = store.AppendBatch(h.ctx, h.opt.Log, h.opt.Blobs, s.id, chained.ExpectedHead, chained.Proposals, s.brought)
 		if err == nil {
 			if h.opt.Executor != nil {
-				blob.Warm(h.opt.Executor.Blobs, s.brought) // the turn's request lowers them next
+				blob.Warm(h.opt.Executor.Blobs, s.brought.Blobs) // the next request lowers them
 			}
-			s.brought = nil // stored; a failed commit leaves them to the next
+			s.brought = store.Batch{} // stored; a failed commit leaves them to the next
 		}
 		if err == nil && !sameCommit(events, want) {
 			err = fmt.Errorf("session %s: the store committed other events than the ones appended", s.id)
