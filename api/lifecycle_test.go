@@ -40,7 +40,9 @@ func TestSessionCloseThenDelete(t *testing.T) {
 	sid := e.create(t, api.CreateSessionParams{SessionID: "s", Instructions: "be brief"})
 	e.run(t, sid, "hello")
 	e.model.setHold(true)
+	held := e.model.calls()
 	run := e.start(t, sid, "busy")
+	e.model.waitArrived(t, held) // held before the hold is lifted below
 	e.rejected(t, sid, core.RejectActiveWork, func() error {
 		_, err := e.c.CloseSession(bg, api.SessionCloseParams{SessionID: sid})
 		return err
