@@ -79,12 +79,12 @@ func (a *Adapter) Generate(ctx context.Context, blobs blob.Store, req provider.R
 				return provider.Output{}, err
 			}
 		}
-		body, err := sent.body(req.Model.Model, p, req.Tools)
+		body, err := sent.bodyParts(req.Model.Model, p, req.Tools)
 		if err != nil {
 			return provider.Output{}, err
 		}
 		if n == 0 {
-			firstSize = int64(len(body))
+			firstSize = httpx.PartsSize(body)
 		}
 		raw, err := a.post(ctx, ep, body, req.OnDelta)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"strings"
 
 	"github.com/cairn-agents/cairn/blob"
@@ -67,7 +68,7 @@ func (a *Adapter) Compact(ctx context.Context, blobs blob.Store, req provider.Co
 	if err != nil {
 		return provider.CompactOutput{}, err
 	}
-	raw, err := a.post(ctx, ep, body, nil) // a summary nobody watches: asked for whole
+	raw, err := a.post(ctx, ep, net.Buffers{body}, nil) // a summary nobody watches: asked for whole
 	if err != nil {
 		return provider.CompactOutput{}, decodeFailure(err, ep)
 	}

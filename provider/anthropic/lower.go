@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -424,12 +425,25 @@ func (c conversation) withAssistant(blocks []block) (conversation, error) {
 	return conversation{system: c.system, messages: normalize(appendBlocks(msgs, roleAssistant, sent))}, nil
 }
 
-// body writes the request. Members in a fixed order: everything fixed for a
-// session first, then tools, system and messages — the order of Anthropic's
-// cache hierarchy, so that the body's byte prefix is what the provider can
+// body is the request bodyParts writes, joined.
+func (c conversation) body(model string, p params, tools []provider.Tool) ([]byte, error) {
+	parts, err := c.bodyParts(model, p, tools)
+	if err != nil {
+		return nil, err
+	}
+	return bytes.Join(parts, nil), nil
+}
+
+// bodyParts writes the request in parts, in order: the framing, and each
+// block's bytes as they are kept when the block is large enough to be
+// worth a part of its own (httpx.Call.Parts). Joining a long session's
+// request cost a fresh buffer of its whole size a turn, zeroed and copied
+// into. Members in a fixed order: everything fixed for a session first,
+// then tools, system and messages — the order of Anthropic's cache
+// hierarchy, so that the body's byte prefix is what the provider can
 // reuse (a changed instruction keeps the tools' prefix); see the package
 // comment.
-func (c conversation) body(model string, p params, tools []provider.Tool) ([]byte, error) {
+func (c conversation) bodyParts(model string, p params, tools []provider.Tool) (net.Buffers, error) {
 	if model == "" {
 		return nil, fmt.Errorf("anthropic: request has no model")
 	}
@@ -442,20 +456,35 @@ func (c conversation) body(model string, p params, tools []provider.Tool) ([]byt
 	}
 	marker := cacheControl(p.cacheTTL)
 
-	// The body is sized first: a long session's request grown by doubling
-	// was copied about twice over, and left each smaller buffer as garbage.
+	// The framing and the short blocks are written to one buffer, sized
+	// first (grown by doubling, a long session's request was copied about
+	// twice over); each part of it ends where a block sent on its own
+	// (the kept bytes, never written) begins.
 	size := 256 + 64*len(tools) + len(marker)*4
 	for _, b := range c.system {
-		size += len(b.raw) + 1
+		size += copied(b.raw) + 1
 	}
 	for _, m := range c.messages {
 		size += len(`{"role":"","content":[]},`) + len(m.role)
 		for _, b := range m.blocks {
-			size += len(b.raw) + 1
+			size += copied(b.raw) + 1
 		}
 	}
+	var parts net.Buffers
 	var buf bytes.Buffer
 	buf.Grow(size)
+	from := 0 // where the framing's next part starts
+	block := func(raw []byte) {
+		if copied(raw) > 0 {
+			buf.Write(raw)
+			return
+		}
+		if n := buf.Len(); n > from {
+			parts = append(parts, buf.Bytes()[from:n:n])
+			from = n
+		}
+		parts = append(parts, raw)
+	}
 	buf.WriteString(`{"model":`)
 	rawjson.WriteString(&buf, model)
 	buf.WriteString(`,"max_tokens":`)
@@ -511,7 +540,7 @@ func (c conversation) body(model string, p params, tools []provider.Tool) ([]byt
 			if i == plan.system {
 				buf.Write(b.withMarker(marker))
 			} else {
-				buf.Write(b.raw)
+				block(b.raw)
 			}
 		}
 		buf.WriteByte(']')
@@ -531,7 +560,7 @@ func (c conversation) body(model string, p params, tools []provider.Tool) ([]byt
 			if plan.marks(i, j) {
 				buf.Write(b.withMarker(marker))
 			} else {
-				buf.Write(b.raw)
+				block(b.raw)
 			}
 		}
 		buf.WriteString(`]}`)
@@ -541,8 +570,20 @@ func (c conversation) body(model string, p params, tools []provider.Tool) ([]byt
 		buf.WriteString(`,"stream":true`)
 	}
 	buf.WriteByte('}')
-	return buf.Bytes(), nil
+	return append(parts, buf.Bytes()[from:]), nil
 }
+
+// copied is how many bytes of a block bodyParts copies: all of a short
+// one, none of one from ownPartMin up, which goes as a part of its own
+// (below it, a part costs more than the copy).
+func copied(raw []byte) int {
+	if len(raw) < ownPartMin {
+		return len(raw)
+	}
+	return 0
+}
+
+const ownPartMin = 512
 
 // segments cuts the request c makes with tools into its cache segments, in
 // the order of Anthropic's cache hierarchy: each tool, each system block,

@@ -301,3 +301,43 @@ func TestLowerRejectsWhatItCannotExpress(t *testing.T) {
 		t.Fatalf("bad params: %v", err)
 	}
 }
+
+// A request goes in parts: a large block's kept bytes are sent as they
+// are, not copied into a body the size of the whole request, and the
+// parts join to the body Lower returns.
+func TestLargeBlocksAreSentAsTheirKeptBytes(t *testing.T) {
+	large := textBlock(strings.Repeat("a long tool result line\n", 64))
+	small := textBlock("ok")
+	conv := conversation{
+		system: []block{textBlock("You are terse.")},
+		messages: []message{
+			{role: roleUser, blocks: []block{large, small}},
+			{role: roleAssistant, blocks: []block{small}},
+			{role: roleUser, blocks: []block{large}},
+			{role: roleAssistant, blocks: []block{small}},
+			{role: roleUser, blocks: []block{small}}, // the markers go on the last messages
+			{role: roleAssistant, blocks: []block{small}},
+			{role: roleUser, blocks: []block{small}},
+		},
+	}
+	parts, err := conv.bodyParts("m", params{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := conv.body("m", params{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(bytes.Join(parts, nil), body) || !json.Valid(body) {
+		t.Fatalf("the parts do not join to the body: %s", body)
+	}
+	shared := 0
+	for _, p := range parts {
+		if len(p) > 0 && &p[0] == &large.raw[0] {
+			shared++
+		}
+	}
+	if shared != 2 {
+		t.Fatalf("%d of the parts are the large block's kept bytes; want its 2 unmarked uses", shared)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"strings"
 
 	"github.com/cairn-agents/cairn/provider"
@@ -20,13 +21,13 @@ const statusOverloaded = 529
 // The key travels only as x-api-key; the decoder is written for this version.
 // A streamed answer is assembled as it arrives (onDelta hears its pieces)
 // into the message it stands for.
-func (a *Adapter) post(ctx context.Context, ep endpoint.Endpoint, body []byte, onDelta func(provider.Delta)) ([]byte, error) {
+func (a *Adapter) post(ctx context.Context, ep endpoint.Endpoint, body net.Buffers, onDelta func(provider.Delta)) ([]byte, error) {
 	headers := map[string]string{"anthropic-version": AnthropicVersion}
 	if ep.APIKey != "" {
 		headers["x-api-key"] = ep.APIKey
 	}
 	stream := func(r io.Reader) ([]byte, error) { return assembleStream(r, onDelta) }
-	data, err := httpx.Post(ctx, httpx.Call{Client: a.client, Endpoint: ep, Path: messagesPath, Body: body,
+	data, err := httpx.Post(ctx, httpx.Call{Client: a.client, Endpoint: ep, Path: messagesPath, Parts: body,
 		Headers: headers, Now: a.now, Classify: classify, Stream: stream})
 	if err != nil && ctx.Err() != nil {
 		return nil, fmt.Errorf("anthropic: %w", ctx.Err())
