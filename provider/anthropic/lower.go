@@ -538,7 +538,7 @@ func (c conversation) bodyParts(model string, p params, tools []provider.Tool) (
 				buf.WriteByte(',')
 			}
 			if i == plan.system {
-				buf.Write(b.withMarker(marker))
+				block(b.withMarker(marker)) // a fresh copy: a part like any block
 			} else {
 				block(b.raw)
 			}
@@ -558,7 +558,7 @@ func (c conversation) bodyParts(model string, p params, tools []provider.Tool) (
 				buf.WriteByte(',')
 			}
 			if plan.marks(i, j) {
-				buf.Write(b.withMarker(marker))
+				block(b.withMarker(marker)) // a fresh copy: a part like any block
 			} else {
 				block(b.raw)
 			}
