@@ -88,15 +88,7 @@ func (h *Host) SubmitWith(ctx context.Context, sessionID string, cmd core.Comman
 			return core.Admission{}, err
 		}
 	}
-	if len(blobs) > 0 {
-		// The core's own steps first, so the blobs ride with the append
-		// that admits cmd (a failed flush leaves that step to
-		// AdmitAndAppend, which then carries them a step early).
-		runtime.Flush(h.on(s))
-		s.brought = store.Batch{Blobs: blobs}
-	}
-	adm, err := runtime.AdmitAndAppend(h.on(s), cmd)
-	s.brought = store.Batch{}
+	adm, err := h.admitWith(s, cmd, store.Batch{Blobs: blobs})
 	if err != nil {
 		return adm, err
 	}

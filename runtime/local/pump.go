@@ -199,7 +199,7 @@ func (h *Host) admitResult(s *session, key string, cmd core.Command, writes stor
 	if g, ok := cmd.(core.GenerationResult); ok {
 		defer h.deltas.End(s.id, g.RunID, g.Turn) // its pieces are in the answer now
 	}
-	err := h.admitWith(s, cmd, writes)
+	_, err := h.admitWith(s, runtime.AtTime(cmd, h.nowMs()), writes)
 	var missing *blob.MissingError
 	if g, ok := cmd.(core.GenerationResult); ok && g.Cache != nil && len(writes.Edges) > 0 && errors.As(err, &missing) {
 		// A blob the cache-report list's edges name went away after the
@@ -207,7 +207,7 @@ func (h *Host) admitResult(s *session, key string, cmd core.Command, writes stor
 		// when the executor cannot store one.
 		g.Cache, writes.Edges = nil, nil
 		cmd = g
-		err = h.admitWith(s, cmd, writes)
+		_, err = h.admitWith(s, runtime.AtTime(cmd, h.nowMs()), writes)
 	}
 	switch {
 	case err == nil:
@@ -231,14 +231,17 @@ func (h *Host) admitResult(s *session, key string, cmd core.Command, writes stor
 
 // admitWith admits cmd, storing writes with the append that admits it.
 // The caller holds s.mu.
-func (h *Host) admitWith(s *session, cmd core.Command, writes store.Batch) error {
+func (h *Host) admitWith(s *session, cmd core.Command, writes store.Batch) (core.Admission, error) {
 	if len(writes.Blobs) > 0 || len(writes.Edges) > 0 {
-		runtime.Flush(h.on(s)) // the core's own steps first, as in SubmitWith
+		// The core's own steps first, so the writes ride with the append
+		// that admits cmd (a failed flush leaves that step to
+		// AdmitAndAppend, which then carries them a step early).
+		runtime.Flush(h.on(s))
 		s.brought = writes
 	}
-	_, err := runtime.AdmitAndAppend(h.on(s), runtime.AtTime(cmd, h.nowMs()))
+	adm, err := runtime.AdmitAndAppend(h.on(s), cmd)
 	s.brought = store.Batch{}
-	return err
+	return adm, err
 }
 
 // admitFailure admits the failure that replaces an unadmittable result. If
