@@ -138,3 +138,32 @@ func BenchmarkPlanFingerprint2000(b *testing.B) {
 		core.PlanFingerprint(cfg, es)
 	}
 }
+
+// BenchmarkCheckpointAfter28Turns measures the chunked checkpoint a host
+// writes every few dozen turns of a long chat: the session has had 5,000
+// turns (10,000 entries, 5,000 runs) when the last checkpoint was written,
+// and 28 more since.
+func BenchmarkCheckpointAfter28Turns(b *testing.B) {
+	h := newHarness(b, testConfig())
+	turn := func() {
+		i := h.state().EntryCount()
+		h.mustAdmit(core.StartRun{AtMs: h.tick(), RunID: "r" + itoa(i), Input: input("question " + itoa(i))})
+		h.answer("answer " + itoa(i))
+	}
+	for range 5000 {
+		turn()
+	}
+	last, err := core.EncodeCheckpointParts(h.state(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for range 28 {
+		turn()
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := core.EncodeCheckpointParts(h.state(), last.Memo); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

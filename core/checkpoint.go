@@ -108,41 +108,51 @@ func EncodeCheckpoint(s *State) ([]byte, error) {
 
 // checkpoint returns the state as a version 1 checkpoint.
 func (s *State) checkpoint() checkpoint {
-	cp := checkpoint{checkpointHead: checkpointHead{
+	cp := checkpoint{checkpointHead: s.checkpointHead(), Entries: s.entries}
+	if cp.Entries == nil {
+		cp.Entries = []Entry{}
+	}
+	cp.Runs = make([]runState, 0, len(s.runOrder))
+	for _, id := range s.runOrder {
+		cp.Runs = append(cp.Runs, s.runs[id].record())
+	}
+	return cp
+}
+
+// checkpointHead is the state apart from its entries and runs.
+func (s *State) checkpointHead() checkpointHead {
+	h := checkpointHead{
 		Format: CheckpointFormat, Version: CheckpointVersion,
 		SessionID: s.SessionID, Parent: s.Parent, Head: s.Head, Opened: s.Opened, Closed: s.Closed,
 		Config: s.Config, ConfigRevision: s.ConfigRevision, Revision: s.Revision,
 		NextEntry: s.nextEntry, Active: s.Active, Queue: s.Queue,
 		Compaction: s.Compaction, RunsSinceCompaction: s.runsSinceCompaction,
 		LastSegments: s.LastSegments, PendingConfig: s.PendingConfig,
-	}, Entries: s.entries}
-	if cp.Entries == nil {
-		cp.Entries = []Entry{}
 	}
-	if cp.Queue == nil {
-		cp.Queue = []string{}
+	if h.Queue == nil {
+		h.Queue = []string{}
 	}
-	cp.Runs = make([]runState, 0, len(s.runOrder))
-	for _, id := range s.runOrder {
-		r := s.runs[id]
-		rs := runState{
-			ID: r.ID, SubmissionID: r.SubmissionID, InputFingerprint: r.InputFingerprint, Status: r.Status,
-			Input: r.Input, Activations: r.Activations, InputConsumed: r.InputConsumed, Steering: r.Steering, Turns: r.Turns,
-			CancelRequested: r.CancelRequested, Output: r.Output, Error: r.Error, AcceptedSeq: r.AcceptedSeq, EndedSeq: r.EndedSeq,
-			TranscriptionRequested: r.TranscriptionRequested, Transcripts: r.Transcripts, RetryOf: r.RetryOf,
+	return h
+}
+
+// record is the run as a checkpoint holds it.
+func (r *Run) record() runState {
+	rs := runState{
+		ID: r.ID, SubmissionID: r.SubmissionID, InputFingerprint: r.InputFingerprint, Status: r.Status,
+		Input: r.Input, Activations: r.Activations, InputConsumed: r.InputConsumed, Steering: r.Steering, Turns: r.Turns,
+		CancelRequested: r.CancelRequested, Output: r.Output, Error: r.Error, AcceptedSeq: r.AcceptedSeq, EndedSeq: r.EndedSeq,
+		TranscriptionRequested: r.TranscriptionRequested, Transcripts: r.Transcripts, RetryOf: r.RetryOf,
+	}
+	if t := r.Turn; t != nil {
+		ts := &turnState{N: t.N, Planned: t.Planned, ContextRevision: t.ContextRevision, Fingerprint: t.Fingerprint,
+			GenRequested: t.GenRequested, GenCompleted: t.GenCompleted, BatchStarted: t.BatchStarted,
+			BatchCompleted: t.BatchCompleted, Completed: t.Completed, Outcome: t.Outcome, LastMessage: t.LastMessage}
+		for _, c := range t.Calls {
+			ts.Calls = append(ts.Calls, callState{ToolCall: c.ToolCall, Started: c.Started, Awaiting: c.Awaiting, AwaitingSinceMs: c.AwaitingSinceMs, Approval: c.Approval, Completed: c.Completed, Status: c.Status, Result: c.Result})
 		}
-		if t := r.Turn; t != nil {
-			ts := &turnState{N: t.N, Planned: t.Planned, ContextRevision: t.ContextRevision, Fingerprint: t.Fingerprint,
-				GenRequested: t.GenRequested, GenCompleted: t.GenCompleted, BatchStarted: t.BatchStarted,
-				BatchCompleted: t.BatchCompleted, Completed: t.Completed, Outcome: t.Outcome, LastMessage: t.LastMessage}
-			for _, c := range t.Calls {
-				ts.Calls = append(ts.Calls, callState{ToolCall: c.ToolCall, Started: c.Started, Awaiting: c.Awaiting, AwaitingSinceMs: c.AwaitingSinceMs, Approval: c.Approval, Completed: c.Completed, Status: c.Status, Result: c.Result})
-			}
-			rs.Turn = ts
-		}
-		cp.Runs = append(cp.Runs, rs)
+		rs.Turn = ts
 	}
-	return cp
+	return rs
 }
 
 // CheckpointError says a checkpoint cannot be used; the host falls back to

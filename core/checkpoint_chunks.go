@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/cairn-agents/cairn/content"
 )
@@ -94,89 +92,129 @@ type CheckpointEdges struct {
 }
 
 // CheckpointMemo remembers the chunks and pages of a session's last stored
-// checkpoint by what they hold, so the next checkpoint does not encode them
-// again. A chunk is remembered only when its items cannot change: any
-// entry, and runs that have all ended. The zero value and nil remember
-// nothing.
+// checkpoint, each under its first item, with the items it holds, so the
+// next checkpoint neither encodes them again nor builds anything for them:
+// a chunk is known when the items at its place are the ones it holds,
+// compared one by one. A chunk is remembered only when its items cannot
+// change: any entry (an entry never changes under its id), and runs that
+// have all ended (compared by id, status and end). The zero value and nil
+// remember nothing.
 type CheckpointMemo struct {
-	chunks map[string]content.Digest
+	entries map[string]entriesChunk
+	runs    map[string]runsChunk
+	pages   map[content.Digest]pageChunk
+}
+
+type entriesChunk struct {
+	items []Entry // the state's own, shared: entries never change in place
+	ref   content.Digest
+}
+
+type runsChunk struct {
+	ends []runEnd
+	ref  content.Digest
+}
+
+// runEnd is what tells an ended run's record apart: it never changes again.
+type runEnd struct {
+	id, status string
+	seq        int64
+}
+
+type pageChunk struct {
+	items []CheckpointChunk
+	ref   content.Digest
 }
 
 // EncodeCheckpointParts returns the state as a chunked checkpoint, encoding
 // only the chunks memo does not know. Its bytes are the same with or
 // without a memo.
 func EncodeCheckpointParts(s *State, memo *CheckpointMemo) (CheckpointParts, error) {
-	cp := s.checkpoint()
-	parts := CheckpointParts{Memo: &CheckpointMemo{chunks: map[string]content.Digest{}}}
-	ix := checkpointIndex{checkpointHead: cp.checkpointHead}
+	if memo == nil {
+		memo = &CheckpointMemo{}
+	}
+	next := &CheckpointMemo{ // the last checkpoint's size, and a few more
+		entries: make(map[string]entriesChunk, len(memo.entries)+4),
+		runs:    make(map[string]runsChunk, len(memo.runs)+4),
+		pages:   make(map[content.Digest]pageChunk, len(memo.pages)+4),
+	}
+	parts := CheckpointParts{Memo: next}
+	ix := checkpointIndex{checkpointHead: s.checkpointHead()}
 	ix.Version = CheckpointChunkedVersion
-	// put encodes one blob unless the memo knows it under key ("" for a
-	// chunk that may still change), and returns its digest and whether it
-	// is new.
-	put := func(key string, v any) (content.Digest, bool, error) {
-		d, known := memo.lookup(key)
-		if !known {
-			data, err := content.MarshalCanonical(v)
-			if err != nil {
-				return d, false, err
-			}
-			d = content.Sum(data)
-			parts.New = append(parts.New, CheckpointBlob{Digest: d, Data: data})
+	// put encodes and stores a blob the memo did not know.
+	put := func(v any) (content.Digest, error) {
+		data, err := content.MarshalCanonical(v)
+		if err != nil {
+			return content.Digest{}, err
 		}
-		if key != "" {
-			parts.Memo.chunks[key] = d
-		}
-		return d, !known, nil
+		d := content.Sum(data)
+		parts.New = append(parts.New, CheckpointBlob{Digest: d, Data: data})
+		return d, nil
 	}
 	// paged groups a list's chunks into pages.
 	paged := func(chunks []CheckpointChunk) ([]CheckpointChunk, error) {
 		pages := []CheckpointChunk{}
-		for _, pg := range cutChunks(len(chunks), func(i int) string { return chunks[i].Ref.String() }, pageSpread, pageMax) {
+		for _, pg := range cutChunks(len(chunks), func(i int) uint32 { return fnv32aDigest(chunks[i].Ref) }, pageSpread, pageMax) {
 			refs := chunks[pg[0]:pg[1]]
-			var key strings.Builder
-			key.WriteString("p")
-			kids := make([]content.Digest, len(refs))
-			for i, c := range refs {
-				key.WriteString(" ")
-				key.WriteString(c.Ref.String())
-				key.WriteString("/")
-				key.WriteString(strconv.Itoa(c.Count))
-				kids[i] = c.Ref
-			}
-			d, isNew, err := put(key.String(), chunkBody[CheckpointChunk]{Format: checkpointPageFormat, Items: refs})
-			if err != nil {
-				return nil, err
-			}
-			if isNew {
+			known, ok := memo.pages[refs[0].Ref]
+			d := known.ref
+			if !ok || !slices.Equal(known.items, refs) {
+				var err error
+				if d, err = put(chunkBody[CheckpointChunk]{Format: checkpointPageFormat, Items: refs}); err != nil {
+					return nil, err
+				}
+				kids := make([]content.Digest, len(refs))
+				for i, c := range refs {
+					kids[i] = c.Ref
+				}
 				parts.Edges = append(parts.Edges, CheckpointEdges{Parent: d, Children: kids})
 			}
+			next.pages[refs[0].Ref] = pageChunk{items: refs, ref: d}
 			pages = append(pages, CheckpointChunk{Ref: d, Count: len(refs)})
 			parts.Named = append(parts.Named, d)
 		}
 		return pages, nil
 	}
+	entries := s.entries
 	var entryChunks, runChunks []CheckpointChunk
-	for _, ch := range cutChunks(len(cp.Entries), func(i int) string { return cp.Entries[i].ID }, chunkSpread, chunkMax) {
-		es := cp.Entries[ch[0]:ch[1]]
-		var key strings.Builder
-		key.WriteString("e")
-		for i := range es {
-			key.WriteString(" ")
-			key.WriteString(es[i].ID)
+	for _, ch := range cutChunks(len(entries), func(i int) uint32 { return fnv32a(entries[i].ID) }, chunkSpread, chunkMax) {
+		es := entries[ch[0]:ch[1]]
+		known, ok := memo.entries[es[0].ID]
+		d := known.ref
+		if !ok || !sameEntries(known.items, es) {
+			var err error
+			if d, err = put(chunkBody[Entry]{Format: checkpointEntriesFormat, Items: es}); err != nil {
+				return CheckpointParts{}, err
+			}
 		}
-		d, _, err := put(key.String(), chunkBody[Entry]{Format: checkpointEntriesFormat, Items: es})
-		if err != nil {
-			return CheckpointParts{}, err
-		}
+		next.entries[es[0].ID] = entriesChunk{items: es, ref: d}
 		entryChunks = append(entryChunks, CheckpointChunk{Ref: d, Count: len(es)})
 	}
-	for _, ch := range cutChunks(len(cp.Runs), func(i int) string { return cp.Runs[i].ID }, chunkSpread, chunkMax) {
-		rs := cp.Runs[ch[0]:ch[1]]
-		d, _, err := put(runsChunkKey(rs), chunkBody[runState]{Format: checkpointRunsFormat, Items: rs})
-		if err != nil {
-			return CheckpointParts{}, err
+	ids := s.runOrder
+	for _, ch := range cutChunks(len(ids), func(i int) uint32 { return fnv32a(ids[i]) }, chunkSpread, chunkMax) {
+		chunk := ids[ch[0]:ch[1]]
+		known, ok := memo.runs[chunk[0]]
+		d := known.ref
+		if !ok || !s.runsEnded(known.ends, chunk) {
+			rs := make([]runState, len(chunk))
+			for i, id := range chunk {
+				rs[i] = s.runs[id].record()
+			}
+			var err error
+			if d, err = put(chunkBody[runState]{Format: checkpointRunsFormat, Items: rs}); err != nil {
+				return CheckpointParts{}, err
+			}
+			if ends := s.runEnds(chunk); ends != nil {
+				known.ends = ends
+				ok = true
+			} else {
+				ok = false
+			}
 		}
-		runChunks = append(runChunks, CheckpointChunk{Ref: d, Count: len(rs)})
+		if ok {
+			next.runs[chunk[0]] = runsChunk{ends: known.ends, ref: d}
+		}
+		runChunks = append(runChunks, CheckpointChunk{Ref: d, Count: len(chunk)})
 	}
 	var err error
 	if ix.EntryPages, err = paged(entryChunks); err != nil {
@@ -191,42 +229,57 @@ func EncodeCheckpointParts(s *State, memo *CheckpointMemo) (CheckpointParts, err
 	return parts, nil
 }
 
-// runsChunkKey is the memo key of a chunk of runs, "" when one of them has
-// not ended (its record may still change).
-func runsChunkKey(rs []runState) string {
-	var key strings.Builder
-	key.WriteString("r")
-	for i := range rs {
-		r := &rs[i]
-		if r.Status != StatusCompleted && r.Status != StatusFailed && r.Status != StatusCancelled {
-			return ""
+// sameEntries reports whether a remembered chunk holds the entries es: the
+// same ids in the same order.
+func sameEntries(known, es []Entry) bool {
+	if len(known) != len(es) {
+		return false
+	}
+	for i := range es {
+		if known[i].ID != es[i].ID {
+			return false
 		}
-		key.WriteString(" ")
-		key.WriteString(r.ID)
-		key.WriteString("/")
-		key.WriteString(r.Status)
-		key.WriteString("/")
-		key.WriteString(strconv.FormatInt(r.EndedSeq, 10))
 	}
-	return key.String()
+	return true
 }
 
-func (m *CheckpointMemo) lookup(key string) (content.Digest, bool) {
-	if m == nil || key == "" {
-		return content.Digest{}, false
+// runsEnded reports whether the runs ids are the ended runs a remembered
+// chunk holds, as they ended.
+func (s *State) runsEnded(known []runEnd, ids []string) bool {
+	if len(known) != len(ids) {
+		return false
 	}
-	d, ok := m.chunks[key]
-	return d, ok
+	for i, id := range ids {
+		r := s.runs[id]
+		if known[i] != (runEnd{id: id, status: r.Status, seq: r.EndedSeq}) {
+			return false
+		}
+	}
+	return true
 }
 
-// cutChunks splits n items, named by id(i), into [from, to) ranges at
-// content-defined boundaries: after an item whose id hashes to a multiple
-// of spread, or at max items.
-func cutChunks(n int, id func(int) string, spread, max uint32) [][2]int {
+// runEnds returns how the runs ids ended, or nil when one has not: its
+// record may still change.
+func (s *State) runEnds(ids []string) []runEnd {
+	ends := make([]runEnd, len(ids))
+	for i, id := range ids {
+		r := s.runs[id]
+		if r.Status != StatusCompleted && r.Status != StatusFailed && r.Status != StatusCancelled {
+			return nil
+		}
+		ends[i] = runEnd{id: id, status: r.Status, seq: r.EndedSeq}
+	}
+	return ends
+}
+
+// cutChunks splits n items, whose ids hash to hash(i), into [from, to)
+// ranges at content-defined boundaries: after an item whose hash is a
+// multiple of spread, or at max items.
+func cutChunks(n int, hash func(int) uint32, spread, max uint32) [][2]int {
 	var out [][2]int
 	from := 0
 	for i := range n {
-		if fnv32a(id(i))%spread == 0 || uint32(i+1-from) == max || i == n-1 {
+		if hash(i)%spread == 0 || uint32(i+1-from) == max || i == n-1 {
 			out = append(out, [2]int{from, i + 1})
 			from = i + 1
 		}
@@ -240,6 +293,21 @@ func fnv32a(s string) uint32 {
 	h := uint32(2166136261)
 	for i := 0; i < len(s); i++ {
 		h = (h ^ uint32(s[i])) * 16777619
+	}
+	return h
+}
+
+// fnv32aDigest is fnv32a(d.String()) without the string: pages are cut by
+// their chunks' digests in that form.
+func fnv32aDigest(d content.Digest) uint32 {
+	const hexDigits = "0123456789abcdef"
+	h := uint32(2166136261)
+	for i := 0; i < len(content.DigestPrefix); i++ {
+		h = (h ^ uint32(content.DigestPrefix[i])) * 16777619
+	}
+	for _, b := range d {
+		h = (h ^ uint32(hexDigits[b>>4])) * 16777619
+		h = (h ^ uint32(hexDigits[b&15])) * 16777619
 	}
 	return h
 }
