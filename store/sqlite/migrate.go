@@ -28,7 +28,7 @@ CREATE TABLE sessions (
 	session_id     TEXT    NOT NULL,
 	head           INTEGER NOT NULL,
 	status         TEXT    NOT NULL,
-	has_unfinished INTEGER NOT NULL, -- core.Lifecycle.Unfinished(), indexed for Unfinished()
+	has_unfinished INTEGER NOT NULL, -- core.Lifecycle.Unfinished()
 	created_at_ms  INTEGER NOT NULL,
 	updated_at_ms  INTEGER NOT NULL,
 	lifecycle      TEXT    NOT NULL, -- JSON of core.Lifecycle, the projection itself
@@ -175,6 +175,12 @@ ALTER TABLE blobs ADD COLUMN encoding TEXT;
 	// (event_compress.go), NULL means joins and payload as they are.
 	{version: 9, sql: `
 ALTER TABLE events ADD COLUMN encoding TEXT;
+`},
+	// Unfinished() is read once, when a host starts, and scans sessions;
+	// the partial index it had was written twice a run, as each run's
+	// admission set has_unfinished and its end cleared it.
+	{version: 10, sql: `
+DROP INDEX IF EXISTS sessions_unfinished;
 `},
 }
 
