@@ -162,13 +162,13 @@ func (s *Store) Touch(ctx context.Context, ds []content.Digest) ([]content.Diges
 	if err != nil {
 		return nil, err
 	}
-	begun, err := s.writer.BeginTx(ctx, nil)
+	begun, err := s.begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: touch: %w", err)
 	}
 	defer s.writes.prepareWanted(ctx) // after the rollback below
 	defer begun.Rollback()
-	tx := s.writes.tx(begun)
+	tx := s.writes.writeTx(begun)
 	if _, err := tx.ExecContext(ctx, `UPDATE blobs SET touched_at_ms = max(touched_at_ms, ?)
 		WHERE universe = ? AND digest IN (SELECT value FROM json_each(?))`, s.nowMs(), s.universe, raw); err != nil {
 		return nil, fmt.Errorf("sqlite: touch: %w", err)

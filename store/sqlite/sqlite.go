@@ -157,6 +157,15 @@ func dsn(path string, write bool) string {
 	return u.String()
 }
 
+// begin starts a write transaction that runs to its end once begun, as its
+// statements do (see stmtTx).
+func (s *Store) begin(ctx context.Context) (*sql.Tx, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return s.writer.BeginTx(context.WithoutCancel(ctx), nil)
+}
+
 // Universe returns the universe this Store reads and writes.
 func (s *Store) Universe() string { return s.universe }
 
@@ -171,12 +180,12 @@ func (s *Store) nowMs() int64 { return s.now().UnixMilli() }
 // and commits only if fn succeeds. The transaction's statements come from
 // the writer's cache.
 func (s *Store) writeTx(ctx context.Context, fn func(tx stmtTx) error) error {
-	tx, err := s.writer.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return fmt.Errorf("sqlite: begin: %w", err)
 	}
 	defer s.writes.prepareWanted(ctx) // after the commit or rollback
-	if err := fn(s.writes.tx(tx)); err != nil {
+	if err := fn(s.writes.writeTx(tx)); err != nil {
 		_ = tx.Rollback()
 		return err
 	}

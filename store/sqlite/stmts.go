@@ -140,6 +140,10 @@ func (c *stmtCache) prepareWanted(ctx context.Context) {
 // tx wraps a transaction of c.db so its statements come from c.
 func (c *stmtCache) tx(tx *sql.Tx) stmtTx { return stmtTx{Tx: tx, stmts: c} }
 
+// writeTx wraps a write transaction of c.db: as tx, and its statements run
+// to their end once started (see stmtTx.run).
+func (c *stmtCache) writeTx(tx *sql.Tx) stmtTx { return stmtTx{Tx: tx, stmts: c, whole: true} }
+
 // close closes every statement; later calls run their SQL as text, through
 // a pool that is closed too by then.
 func (c *stmtCache) close() error {
@@ -169,10 +173,33 @@ func (c *stmtCache) close() error {
 type stmtTx struct {
 	*sql.Tx
 	stmts *stmtCache
+	// whole: each statement runs to its end once started. The driver
+	// watches a cancellable context with a goroutine of its own for every
+	// statement, which a write transaction (a dozen short statements on
+	// each append) pays for in scheduling; the caller's context is checked
+	// before each statement instead, and the transaction still rolls back
+	// when one fails.
+	whole bool
+}
+
+// run is the context a statement runs under, or the caller's error when
+// it is done already.
+func (t stmtTx) run(ctx context.Context) (context.Context, error) {
+	if !t.whole {
+		return ctx, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return context.WithoutCancel(ctx), nil
 }
 
 // ExecContext is tx.ExecContext through the prepared statement.
 func (t stmtTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	ctx, err := t.run(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if st := t.stmts.inTx(query); st != nil {
 		return t.Tx.StmtContext(ctx, st).ExecContext(ctx, args...)
 	}
@@ -181,6 +208,10 @@ func (t stmtTx) ExecContext(ctx context.Context, query string, args ...any) (sql
 
 // QueryContext is tx.QueryContext through the prepared statement.
 func (t stmtTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	ctx, err := t.run(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if st := t.stmts.inTx(query); st != nil {
 		return t.Tx.StmtContext(ctx, st).QueryContext(ctx, args...)
 	}
@@ -189,6 +220,9 @@ func (t stmtTx) QueryContext(ctx context.Context, query string, args ...any) (*s
 
 // QueryRowContext is tx.QueryRowContext through the prepared statement.
 func (t stmtTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if c, err := t.run(ctx); err == nil {
+		ctx = c
+	} // else the done context fails the query, as it would have
 	if st := t.stmts.inTx(query); st != nil {
 		return t.Tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
 	}
@@ -197,9 +231,28 @@ func (t stmtTx) QueryRowContext(ctx context.Context, query string, args ...any) 
 
 // PrepareContext is tx.PrepareContext, bound to the transaction, from the
 // prepared statement: for a statement run many times in one transaction.
-func (t stmtTx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
+func (t stmtTx) PrepareContext(ctx context.Context, query string) (txStmt, error) {
 	if st := t.stmts.inTx(query); st != nil {
-		return t.Tx.StmtContext(ctx, st), nil
+		return txStmt{st: t.Tx.StmtContext(ctx, st), tx: t}, nil
 	}
-	return t.Tx.PrepareContext(ctx, query)
+	st, err := t.Tx.PrepareContext(ctx, query)
+	return txStmt{st: st, tx: t}, err
 }
+
+// txStmt is a statement bound to a stmtTx, run as its statements are.
+type txStmt struct {
+	st *sql.Stmt
+	tx stmtTx
+}
+
+// ExecContext runs the statement once.
+func (s txStmt) ExecContext(ctx context.Context, args ...any) (sql.Result, error) {
+	ctx, err := s.tx.run(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.st.ExecContext(ctx, args...)
+}
+
+// Close releases the statement's binding to the transaction.
+func (s txStmt) Close() error { return s.st.Close() }
