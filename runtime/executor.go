@@ -187,9 +187,10 @@ func (x *Executor) cacheFacts(ctx context.Context, sessionID string, w core.Gene
 	if err != nil {
 		return nil, -1
 	}
-	total, fraction := core.SegmentTotal(out.Segments), -1.0
+	kept := core.SegmentTotal(out.Segments[:max(keep, 0)])
+	total, fraction := kept+core.SegmentTotal(out.Segments[max(keep, 0):]), -1.0
 	if keep >= 0 && total > 0 {
-		fraction = float64(core.SegmentTotal(out.Segments[:keep])) / float64(total)
+		fraction = float64(kept) / float64(total)
 	}
 	return &core.CacheFacts{ProviderID: model.ProviderID, APIKind: model.APIKind, Model: model.Model, RequestBytes: out.RequestBytes,
 		SegmentBytes: total, SegmentCount: len(out.Segments), Segments: ref}, fraction
