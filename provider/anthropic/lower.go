@@ -178,6 +178,9 @@ func appendBlocks(msgs []message, role string, blocks []block) []message {
 //   - tool_result blocks first in their user message, in their own order,
 //     then the rest (steering, catalogs, …) in theirs.
 func normalize(msgs []message) []message {
+	if normalized(msgs) {
+		return msgs // most requests: no copy of a long session's message list
+	}
 	var out []message
 	for _, m := range msgs {
 		if m.role == roleAssistant && !hasNonThinking(m.blocks) {
@@ -200,6 +203,21 @@ func normalize(msgs []message) []message {
 		out[i].blocks = append(results, rest...)
 	}
 	return out
+}
+
+// normalized reports whether msgs are already what normalize makes of
+// them: alternating roles, no assistant message without content, tool
+// results first.
+func normalized(msgs []message) bool {
+	for i, m := range msgs {
+		if i > 0 && msgs[i-1].role == m.role {
+			return false
+		}
+		if m.role == roleAssistant && !hasNonThinking(m.blocks) || m.role == roleUser && !resultsFirst(m.blocks) {
+			return false
+		}
+	}
+	return true
 }
 
 // resultsFirst reports whether no tool_result block follows a block of

@@ -341,3 +341,30 @@ func TestLargeBlocksAreSentAsTheirKeptBytes(t *testing.T) {
 		t.Fatalf("%d of the parts are the large block's kept bytes; want its 2 unmarked uses", shared)
 	}
 }
+
+// A message list that already alternates, holds no assistant message
+// without content and puts tool results first is sent as it is, without a
+// copy (a long session's list is thousands of messages); one that breaks
+// any of the three is rebuilt.
+func TestNormalizeKeepsAListThatNeedsNothing(t *testing.T) {
+	result := block{typ: typeToolResult, raw: []byte(`{"type":"tool_result","tool_use_id":"t","content":"ok"}`)}
+	thinking := block{typ: typeThinking, raw: []byte(`{"type":"thinking","thinking":"hmm","signature":"s"}`)}
+	good := []message{
+		{role: roleUser, blocks: []block{textBlock("q")}},
+		{role: roleAssistant, blocks: []block{thinking, textBlock("a")}},
+		{role: roleUser, blocks: []block{result, textBlock("and this")}},
+	}
+	if got := normalize(good); len(got) != len(good) || &got[0] != &good[0] {
+		t.Fatalf("normalize copied a list that needed nothing")
+	}
+	for name, msgs := range map[string][]message{
+		"same role twice":         {good[0], {role: roleUser, blocks: []block{textBlock("more")}}},
+		"assistant with thinking": {good[0], {role: roleAssistant, blocks: []block{thinking}}, good[2]},
+		"result after text":       {good[0], good[1], {role: roleUser, blocks: []block{textBlock("and this"), result}}},
+	} {
+		got := normalize(msgs)
+		if &got[0] == &msgs[0] {
+			t.Errorf("%s: normalize returned the list as it was", name)
+		}
+	}
+}
