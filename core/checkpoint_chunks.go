@@ -157,10 +157,9 @@ func EncodeCheckpointParts(s *State, memo *CheckpointMemo) (CheckpointParts, err
 		for _, pg := range cutChunks(len(chunks), func(i int) uint32 { return fnv32aDigest(chunks[i].Ref) }, pageSpread, pageMax) {
 			refs := chunks[pg[0]:pg[1]]
 			known, ok := memo.pages[refs[0].Ref]
-			d := known.ref
 			if !ok || !slices.Equal(known.items, refs) {
-				var err error
-				if d, err = put(chunkBody[CheckpointChunk]{Format: checkpointPageFormat, Items: refs}); err != nil {
+				d, err := put(chunkBody[CheckpointChunk]{Format: checkpointPageFormat, Items: refs})
+				if err != nil {
 					return nil, err
 				}
 				kids := make([]content.Digest, len(refs))
@@ -168,10 +167,11 @@ func EncodeCheckpointParts(s *State, memo *CheckpointMemo) (CheckpointParts, err
 					kids[i] = c.Ref
 				}
 				parts.Edges = append(parts.Edges, CheckpointEdges{Parent: d, Children: kids})
+				known.ref = d
 			}
-			next.pages[refs[0].Ref] = pageChunk{items: refs, ref: d}
-			pages = append(pages, CheckpointChunk{Ref: d, Count: len(refs)})
-			parts.Named = append(parts.Named, d)
+			next.pages[refs[0].Ref] = pageChunk{items: refs, ref: known.ref}
+			pages = append(pages, CheckpointChunk{Ref: known.ref, Count: len(refs)})
+			parts.Named = append(parts.Named, known.ref)
 		}
 		return pages, nil
 	}
@@ -180,41 +180,35 @@ func EncodeCheckpointParts(s *State, memo *CheckpointMemo) (CheckpointParts, err
 	for _, ch := range cutChunks(len(entries), func(i int) uint32 { return fnv32a(entries[i].ID) }, chunkSpread, chunkMax) {
 		es := entries[ch[0]:ch[1]]
 		known, ok := memo.entries[es[0].ID]
-		d := known.ref
 		if !ok || !sameEntries(known.items, es) {
-			var err error
-			if d, err = put(chunkBody[Entry]{Format: checkpointEntriesFormat, Items: es}); err != nil {
+			d, err := put(chunkBody[Entry]{Format: checkpointEntriesFormat, Items: es})
+			if err != nil {
 				return CheckpointParts{}, err
 			}
+			known.ref = d
 		}
-		next.entries[es[0].ID] = entriesChunk{items: es, ref: d}
-		entryChunks = append(entryChunks, CheckpointChunk{Ref: d, Count: len(es)})
+		next.entries[es[0].ID] = entriesChunk{items: es, ref: known.ref}
+		entryChunks = append(entryChunks, CheckpointChunk{Ref: known.ref, Count: len(es)})
 	}
 	ids := s.runOrder
 	for _, ch := range cutChunks(len(ids), func(i int) uint32 { return fnv32a(ids[i]) }, chunkSpread, chunkMax) {
 		chunk := ids[ch[0]:ch[1]]
 		known, ok := memo.runs[chunk[0]]
-		d := known.ref
 		if !ok || !s.runsEnded(known.ends, chunk) {
 			rs := make([]runState, len(chunk))
 			for i, id := range chunk {
 				rs[i] = s.runs[id].record()
 			}
-			var err error
-			if d, err = put(chunkBody[runState]{Format: checkpointRunsFormat, Items: rs}); err != nil {
+			d, err := put(chunkBody[runState]{Format: checkpointRunsFormat, Items: rs})
+			if err != nil {
 				return CheckpointParts{}, err
 			}
-			if ends := s.runEnds(chunk); ends != nil {
-				known.ends = ends
-				ok = true
-			} else {
-				ok = false
-			}
+			known = runsChunk{ends: s.runEnds(chunk), ref: d}
 		}
-		if ok {
-			next.runs[chunk[0]] = runsChunk{ends: known.ends, ref: d}
+		if known.ends != nil { // remembered only once every run in it has ended
+			next.runs[chunk[0]] = known
 		}
-		runChunks = append(runChunks, CheckpointChunk{Ref: d, Count: len(chunk)})
+		runChunks = append(runChunks, CheckpointChunk{Ref: known.ref, Count: len(chunk)})
 	}
 	var err error
 	if ix.EntryPages, err = paged(entryChunks); err != nil {
