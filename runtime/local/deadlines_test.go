@@ -2,7 +2,6 @@ package local
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 
 	"github.com/cairn-agents/cairn/blob"
@@ -30,16 +29,7 @@ func TestHost_AClientCallExpiresAtItsDeadline(t *testing.T) {
 	if r := e.waitRun("s1", run); r.Status != core.StatusCompleted {
 		t.Fatalf("run %s", r.Status)
 	}
-	var completed []core.ToolCallCompleted
-	for _, ev := range e.events("s1") {
-		if ev.Kind == core.KindToolCallCompleted {
-			var p core.ToolCallCompleted
-			if err := json.Unmarshal(ev.Payload, &p); err != nil {
-				t.Fatal(err)
-			}
-			completed = append(completed, p)
-		}
-	}
+	completed := payloadsOf[core.ToolCallCompleted](t, e.events("s1"), core.KindToolCallCompleted)
 	if len(completed) != 1 || completed[0].Status != core.CallError || completed[0].Result != core.ToolTimedOutRef {
 		t.Fatalf("completions %+v; want the call timed out", completed)
 	}

@@ -166,14 +166,8 @@ func TestSpec_VFSToolsWorkOnTheLinkedWorkspaceHead(t *testing.T) {
 	// The tool results record what the model saw; the failed write to the
 	// snapshot is an error result, not a runtime failure.
 	var statuses []string
-	for _, ev := range e.events("s1") {
-		if ev.Kind == core.KindToolCallCompleted {
-			var p core.ToolCallCompleted
-			if err := json.Unmarshal(ev.Payload, &p); err != nil {
-				t.Fatal(err)
-			}
-			statuses = append(statuses, p.Status)
-		}
+	for _, p := range payloadsOf[core.ToolCallCompleted](t, e.events("s1"), core.KindToolCallCompleted) {
+		statuses = append(statuses, p.Status)
 	}
 	if strings.Join(statuses, ",") != "ok,ok,ok,error" {
 		t.Fatalf("call statuses %q", statuses)

@@ -174,6 +174,23 @@ func (e *env) events(sessionID string) []core.Event {
 	return evs
 }
 
+// payloadsOf decodes the payloads of the events of kind, in order.
+func payloadsOf[T any](t testing.TB, evs []core.Event, kind string) []T {
+	t.Helper()
+	var out []T
+	for _, ev := range evs {
+		if ev.Kind != kind {
+			continue
+		}
+		var p T
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+			t.Fatalf("%s at %d: %v", kind, ev.Seq, err)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
 func countKinds(evs []core.Event) map[string]int {
 	n := map[string]int{}
 	for _, ev := range evs {

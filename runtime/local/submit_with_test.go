@@ -2,7 +2,6 @@ package local
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -163,16 +162,7 @@ func TestHost_GenerationWritesRideWithItsResult(t *testing.T) {
 			log.mu.Unlock()
 			e.runTo("s1", "what should I wear?", core.StatusCompleted)
 
-			var done []core.TurnGenerationCompleted
-			for _, ev := range e.events("s1") {
-				if ev.Kind == core.KindTurnGenerationCompleted {
-					var g core.TurnGenerationCompleted
-					if err := json.Unmarshal(ev.Payload, &g); err != nil {
-						t.Fatal(err)
-					}
-					done = append(done, g)
-				}
-			}
+			done := payloadsOf[core.TurnGenerationCompleted](t, e.events("s1"), core.KindTurnGenerationCompleted)
 			if len(done) != 2 || done[0].Cache == nil {
 				t.Fatalf("%d generations, the first with cache facts %v", len(done), done[0].Cache)
 			}
