@@ -39,31 +39,29 @@ var (
 		zstd.WithDecoderMaxWindow(eventCompressMax))
 )
 
-// encodeEvent returns the joins, payload and encoding columns of an event
-// whose joins encode as joins (nil: NULL): compressed when that saves an
-// eighth or more, else as they are.
-func encodeEvent(joins, payload []byte) (joinsCol any, payloadCol []byte, encoding any) {
-	plain := func() (any, []byte, any) {
-		if joins == nil {
-			return nil, payload, nil
-		}
-		return string(joins), payload, nil
+// encodeEvent returns the columns of an event whose joins encode as joins
+// (nil: NULL): compressed on its own when that saves an eighth or more,
+// else as they are.
+func encodeEvent(joins, payload []byte) eventColumns {
+	plain := eventColumns{payload: payload}
+	if joins != nil {
+		plain.joins = string(joins)
 	}
 	n := len(joins) + 1 + len(payload)
 	if n > eventCompressMax {
-		return plain()
+		return plain
 	}
 	rec := make([]byte, 0, n)
 	rec = append(append(append(rec, joins...), '\n'), payload...)
 	z := eventEncoder.EncodeAll(rec, make([]byte, 0, n/2))
 	if len(z) > n-n/8 {
-		return plain()
+		return plain
 	}
-	return nil, z, eventEncodingZD1
+	return eventColumns{payload: z, encoding: eventEncodingZD1}
 }
 
-// decodeEvent undoes encodeEvent: it returns the joins JSON (nil for NULL)
-// and the payload of a row.
+// decodeEvent undoes encodeEvent for a row stored on its own: it returns
+// the joins JSON (nil for NULL) and the payload.
 func decodeEvent(joins []byte, joinsValid bool, payload []byte, encoding string) ([]byte, []byte, error) {
 	switch encoding {
 	case "":
@@ -76,15 +74,21 @@ func decodeEvent(joins []byte, joinsValid bool, payload []byte, encoding string)
 		if err != nil {
 			return nil, nil, fmt.Errorf("the stored event does not decompress: %w", err)
 		}
-		i := bytes.IndexByte(rec, '\n') // JSON joins hold no raw newline
-		if i < 0 {
-			return nil, nil, fmt.Errorf("the stored event has no joins line")
-		}
-		if i == 0 {
-			return nil, rec[1:], nil
-		}
-		return rec[:i], rec[i+1:], nil
+		return splitRecord(rec)
 	default:
 		return nil, nil, fmt.Errorf("the stored event has unknown encoding %q", encoding)
 	}
+}
+
+// splitRecord returns the joins JSON (nil for NULL) and the payload of a
+// compressed record.
+func splitRecord(rec []byte) ([]byte, []byte, error) {
+	i := bytes.IndexByte(rec, '\n') // JSON joins hold no raw newline
+	if i < 0 {
+		return nil, nil, fmt.Errorf("the stored event has no joins line")
+	}
+	if i == 0 {
+		return nil, rec[1:], nil
+	}
+	return rec[:i], rec[i+1:], nil
 }

@@ -73,13 +73,31 @@ func TestEventsAreStoredCompressedAndReadBackExactly(t *testing.T) {
 				i+1, ev.Kind, ev.Joins, ev.Payload, p.Kind, p.Joins, p.Payload)
 		}
 	}
-	r := readEventRow(t, s, "s1", 2)
-	if r.encoding.String != eventEncodingZD1 || r.joins.Valid || len(r.payload) >= len(entry)/2 {
-		t.Fatalf("a typical event is stored as %d bytes with encoding %q (joins column %v); want a zd1 frame under half its %d bytes",
-			len(r.payload), r.encoding.String, r.joins, len(entry))
+	// The first four are one group; the fifth is past every bound.
+	head := readEventRow(t, s, "s1", 1)
+	if head.encoding.String != eventEncodingGroup || head.joins.Valid || len(head.payload) >= len(entry) {
+		t.Fatalf("the first event of four is stored as %d bytes with encoding %q (joins column %v); want a zg1 frame under the %d bytes of one",
+			len(head.payload), head.encoding.String, head.joins, len(entry))
+	}
+	for seq := int64(2); seq <= 4; seq++ {
+		if r := readEventRow(t, s, "s1", seq); r.encoding.String != eventEncodingMember || r.joins.Valid || !bytes.Equal(r.payload, []byte{byte(seq - 1)}) {
+			t.Fatalf("event %d is stored as %q with encoding %q; want the distance to its group head, zg1m", seq, r.payload, r.encoding.String)
+		}
 	}
 	if r := readEventRow(t, s, "s1", 5); r.encoding.Valid || !bytes.Equal(r.payload, []byte(big)) || r.joins.String != `["run:r"]` {
 		t.Fatalf("an event past the compression bound is stored with encoding %q; want it as it is", r.encoding.String)
+	}
+	// An append of one event compresses it on its own.
+	if _, err := s.Append(ctx, "s1", 5, ps[1:2]); err != nil {
+		t.Fatal(err)
+	}
+	r := readEventRow(t, s, "s1", 6)
+	if r.encoding.String != eventEncodingZD1 || r.joins.Valid || len(r.payload) >= len(entry)/2 {
+		t.Fatalf("a typical event appended alone is stored as %d bytes with encoding %q (joins column %v); want a zd1 frame under half its %d bytes",
+			len(r.payload), r.encoding.String, r.joins, len(entry))
+	}
+	if got, err := s.ReadAfter(ctx, "s1", 5, 0); err != nil || len(got) != 1 || string(got[0].Payload) != entry || !reflect.DeepEqual(got[0].Joins, ps[1].Joins) {
+		t.Fatalf("ReadAfter(5) = %+v, %v", got, err)
 	}
 }
 
@@ -91,6 +109,10 @@ func TestDamagedEventRowsFailTheirRead(t *testing.T) {
 	s := openTest(t, t.TempDir())
 	if _, err := s.Append(ctx, "s1", 0, []core.Proposal{
 		{ObservedAtMs: 1, Kind: core.KindSessionOpened, Version: core.EventVersion, Payload: []byte(`{"sessionId":"s1"}`)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, "s1", 1, []core.Proposal{
 		{ObservedAtMs: 2, Kind: core.KindContextEntriesApplied, Version: core.EventVersion, Payload: []byte(typicalEntry),
 			Joins: []string{"run:run_418c4c98ecb6f614", "turn:run_418c4c98ecb6f614/1"}},
 	}); err != nil {

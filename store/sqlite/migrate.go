@@ -182,6 +182,10 @@ ALTER TABLE events ADD COLUMN encoding TEXT;
 	{version: 10, sql: `
 DROP INDEX IF EXISTS sessions_unfinished;
 `},
+	// The events of one append may be stored as a group (event_group.go):
+	// no column changes, but a binary that predates groups could not read
+	// them, so it must refuse the file (ErrSchemaTooNew).
+	{version: 11, sql: `SELECT 1;`},
 }
 
 // SchemaVersion is the version Open migrates a database to.

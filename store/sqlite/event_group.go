@@ -1,0 +1,118 @@
+package sqlite
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// The events of one append are stored compressed together, as a group: a
+// turn appends a few short events at a time, and one frame for all of them
+// costs one dictionary reset instead of one each (the reset, a copy of the
+// encoder's tables, was most of an event's cost) and finds the ids and
+// keys the events repeat among themselves. The group's first row (its
+// head) holds the frame, encoding "zg1"; each later row (a member) holds
+// the distance back to its head as a uvarint, encoding "zg1m". The frame
+// decodes to the number of records, each record's length (uvarints), then
+// the records, each as "zd1" compresses one: the joins JSON, a newline,
+// the payload. A group is bounded (eventGroupMax events, eventGroupBytes
+// of records), so reading one event decodes at most that much.
+const (
+	eventEncodingGroup  = "zg1"
+	eventEncodingMember = "zg1m"
+	eventGroupMax       = 64
+	eventGroupBytes     = 64 << 10
+)
+
+// eventColumns are the joins, payload and encoding columns of one events
+// row; joins and encoding are nil for NULL.
+type eventColumns struct {
+	joins    any
+	payload  []byte
+	encoding any
+}
+
+// encodeEventRows returns the columns of consecutive events, given each
+// one's joins JSON (nil: NULL) and payload: in groups where a group saves
+// an eighth or more, else each on its own (encodeEvent).
+func encodeEventRows(joins, payloads [][]byte) []eventColumns {
+	out := make([]eventColumns, len(payloads))
+	for start := 0; start < len(payloads); {
+		end, size := start, 0
+		for end < len(payloads) && end-start < eventGroupMax {
+			n := len(joins[end]) + 1 + len(payloads[end])
+			if size+n > eventGroupBytes {
+				break
+			}
+			size += n
+			end++
+		}
+		if end-start < 2 || !encodeGroup(out[start:end], joins[start:end], payloads[start:end], size) {
+			end = max(end, start+1)
+			for i := start; i < end; i++ {
+				out[i] = encodeEvent(joins[i], payloads[i])
+			}
+		}
+		start = end
+	}
+	return out
+}
+
+// encodeGroup fills out with the rows of one group of records totalling
+// size bytes, and reports whether the group saved an eighth or more.
+func encodeGroup(out []eventColumns, joins, payloads [][]byte, size int) bool {
+	rec := binary.AppendUvarint(make([]byte, 0, size+3*len(payloads)), uint64(len(payloads)))
+	for i := range payloads {
+		rec = binary.AppendUvarint(rec, uint64(len(joins[i])+1+len(payloads[i])))
+	}
+	for i := range payloads {
+		rec = append(append(append(rec, joins[i]...), '\n'), payloads[i]...)
+	}
+	z := eventEncoder.EncodeAll(rec, make([]byte, 0, len(rec)/2))
+	if len(z) > size-size/8 {
+		return false
+	}
+	out[0] = eventColumns{payload: z, encoding: eventEncodingGroup}
+	for i := 1; i < len(out); i++ {
+		out[i] = eventColumns{payload: binary.AppendUvarint(nil, uint64(i)), encoding: eventEncodingMember}
+	}
+	return true
+}
+
+// memberDistance is how far back a member row's head is.
+func memberDistance(payload []byte) (int64, error) {
+	d, n := binary.Uvarint(payload)
+	if n != len(payload) || d < 1 || d >= eventGroupMax {
+		return 0, fmt.Errorf("the stored event names no group head")
+	}
+	return int64(d), nil
+}
+
+// decodeGroup returns the records of a group head's frame.
+func decodeGroup(frame []byte) ([][]byte, error) {
+	rec, err := eventDecoder.DecodeAll(frame, nil)
+	if err != nil {
+		return nil, fmt.Errorf("the stored event group does not decompress: %w", err)
+	}
+	count, k := binary.Uvarint(rec)
+	if k <= 0 || count < 2 || count > eventGroupMax {
+		return nil, fmt.Errorf("the stored event group has no valid count")
+	}
+	rec = rec[k:]
+	lens := make([]uint64, count)
+	var total uint64
+	for i := range lens {
+		n, k := binary.Uvarint(rec)
+		if k <= 0 {
+			return nil, fmt.Errorf("the stored event group has no valid lengths")
+		}
+		lens[i], total, rec = n, total+n, rec[k:]
+	}
+	if total != uint64(len(rec)) {
+		return nil, fmt.Errorf("the stored event group's lengths do not add up")
+	}
+	records := make([][]byte, count)
+	for i, n := range lens {
+		records[i], rec = rec[:n:n], rec[n:]
+	}
+	return records, nil
+}
