@@ -49,8 +49,18 @@ func contextSession(b *testing.B, n int) []core.Event {
 // admit the generation result, commit, plan and commit the run's completion.
 // Every 10 turns the session is reset to its 200-entry baseline (untimed), so
 // the context stays between 200 and 220 entries.
-func BenchmarkTurn(b *testing.B) {
-	base := contextSession(b, 200)
+func BenchmarkTurn(b *testing.B) { benchmarkTurn(b, 200, 10) }
+
+// BenchmarkTurnAt20000Entries is BenchmarkTurn with a context of 20,000
+// entries, a 10,000-turn chat's, that grows turn by turn as a session's
+// does (a reset would start each memo over): a turn must cost what it
+// adds, not what the context holds.
+func BenchmarkTurnAt20000Entries(b *testing.B) { benchmarkTurn(b, 20_000, 0) }
+
+// benchmarkTurn runs turns on a context of entries entries, put back every
+// resetEvery turns (0: never).
+func benchmarkTurn(b *testing.B, entries, resetEvery int) {
+	base := contextSession(b, entries)
 	answer := assistant("done")
 	var (
 		d     *core.Drive
@@ -66,7 +76,7 @@ func BenchmarkTurn(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if i%10 == 0 {
+		if i == 0 || resetEvery > 0 && i%resetEvery == 0 {
 			b.StopTimer()
 			reset()
 			b.StartTimer()

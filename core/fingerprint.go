@@ -58,6 +58,11 @@ type FingerprintMemo struct {
 	header  []byte
 	entries SharedSlice[fingerprinted] // the next memo extends it in place
 	h       hash.Cloner                // after header and entries
+	// run is the address of the first entry when every entry remembered
+	// is the one after it in the same array (memoHash.run), else nil: a
+	// request whose run starts there, and is as long, starts with them
+	// all, without a look at each.
+	run *Entry
 }
 
 // fingerprinted is what a memo checks to know an entry is the one it
@@ -77,10 +82,8 @@ func (f *fingerprinted) is(e *Entry) bool {
 // Fingerprint returns PlanFingerprint(cfg, entries) and the memo of this
 // request.
 func (m *FingerprintMemo) Fingerprint(cfg SessionConfig, entries []Entry) (string, *FingerprintMemo) {
-	p := m.start(cfg, len(entries))
-	for i := range entries {
-		p.add(&entries[i])
-	}
+	p := m.start(cfg, 0)
+	p.run = entries
 	return p.sum()
 }
 
@@ -101,8 +104,12 @@ var memoLists = sync.Pool{New: func() any { return new([]*Entry) }}
 // memoHash collects a request's entries and hashes, at sum, only those
 // after the memo's when the request starts with them.
 type memoHash struct {
-	m       *FingerprintMemo
-	header  []byte
+	m      *FingerprintMemo
+	header []byte
+	// run are the request's first entries, when the caller has them in
+	// one slice (a State in request order, a request's list), and entries
+	// the ones after them (add).
+	run     []Entry
 	entries []*Entry
 	buf     *[]*Entry // where entries came from, to give back (memoLists)
 	// remember is how many of the entries the next memo remembers (all
@@ -113,21 +120,34 @@ type memoHash struct {
 
 func (p *memoHash) add(e *Entry) { p.entries = append(p.entries, e) }
 
+// count is the number of the request's entries.
+func (p *memoHash) count() int { return len(p.run) + len(p.entries) }
+
+// at is the request's i-th entry.
+func (p *memoHash) at(i int) *Entry {
+	if i < len(p.run) {
+		return &p.run[i]
+	}
+	return p.entries[i-len(p.run)]
+}
+
 func (p *memoHash) sum() (string, *FingerprintMemo) {
 	m := p.m
 	if m == nil {
 		m = &FingerprintMemo{}
 	}
 	keep, moved := 0, false
-	if remembered := m.entries.Items(); m.h != nil && string(m.header) == string(p.header) && len(remembered) <= len(p.entries) {
+	if remembered := m.entries.Items(); m.h != nil && string(m.header) == string(p.header) && len(remembered) <= p.count() {
 		keep = len(remembered)
-		for i := range remembered {
-			f, e := &remembered[i], p.entries[i]
-			if !f.is(e) {
-				keep = 0
-				break
+		if m.run == nil || len(p.run) < keep || keep == 0 || &p.run[0] != m.run {
+			for i := range remembered {
+				f, e := &remembered[i], p.at(i)
+				if !f.is(e) {
+					keep = 0
+					break
+				}
+				moved = moved || f.at != e
 			}
-			moved = moved || f.at != e
 		}
 	}
 	var ph planHash
@@ -144,40 +164,45 @@ func (p *memoHash) sum() (string, *FingerprintMemo) {
 		ph.h.Write(p.header)
 	}
 	copy(ph.digest[:], content.DigestPrefix)
-	upTo := len(p.entries) // the entries the next memo remembers
+	upTo := p.count() // the entries the next memo remembers
 	if p.remember >= keep && p.remember < upTo {
 		upTo = p.remember
 	}
-	for _, e := range p.entries[keep:upTo] {
-		ph.entry(e)
+	for i := keep; i < upTo; i++ {
+		ph.entry(p.at(i))
 	}
 	var next *FingerprintMemo
 	if c, ok := ph.h.(hash.Cloner); ok {
-		if upTo < len(p.entries) {
+		if upTo < p.count() {
 			c, _ = c.Clone() // SHA-256 clones without error; a nil memo remembers nothing
 		}
 		if c != nil {
 			next = &FingerprintMemo{header: p.header, h: c}
 			if moved { // remember where the entries are now, so the next look is by address again
-				next.entries = SharedSlice[fingerprinted]{}.Extend(0, fingerprints(p.entries[:upTo])...)
+				next.entries = SharedSlice[fingerprinted]{}.Extend(0, p.fingerprints(0, upTo)...)
 			} else {
-				next.entries = m.entries.Extend(keep, fingerprints(p.entries[keep:upTo])...)
+				next.entries = m.entries.Extend(keep, p.fingerprints(keep, upTo)...)
+			}
+			if upTo > 0 && upTo <= len(p.run) { // every one remembered is at &p.run[i]
+				next.run = &p.run[0]
 			}
 		}
 	}
-	for _, e := range p.entries[upTo:] {
-		ph.entry(e)
+	for i := upTo; i < p.count(); i++ {
+		ph.entry(p.at(i))
 	}
 	clear(p.entries) // a pooled list must not keep a state's entries alive
-	*p.buf, p.entries = p.entries[:0], nil
+	*p.buf, p.entries, p.run = p.entries[:0], nil, nil
 	memoLists.Put(p.buf)
 	return ph.sum(FingerprintPrefix), next
 }
 
-// fingerprints are what a memo remembers of entries.
-func fingerprints(es []*Entry) []fingerprinted {
-	out := make([]fingerprinted, len(es))
-	for i, e := range es {
+// fingerprints are what a memo remembers of the request's entries from
+// index from up to to.
+func (p *memoHash) fingerprints(from, to int) []fingerprinted {
+	out := make([]fingerprinted, to-from)
+	for i := range out {
+		e := p.at(from + i)
 		out[i] = fingerprinted{at: e, id: e.ID, digest: e.Content.Digest}
 	}
 	return out

@@ -88,9 +88,18 @@ func planBoundary(s *State, r *Run, at int64, fps **FingerprintMemo) Intent {
 	added := b.entries(inputs, SourceUser, r.ID, joins)
 	// The planned request is the context and then the added entries (user
 	// messages carry no key: they go to the tail), fingerprinted in place.
-	fp := (*fps).start(s.Config, s.EntryCount()+len(added))
-	s.eachInContext(fp.add)
-	fp.remember = len(fp.entries)
+	inOrder := s.inRequestOrder() // then the entries are handed over whole, as they are
+	listed := len(added)
+	if !inOrder {
+		listed += s.EntryCount()
+	}
+	fp := (*fps).start(s.Config, listed)
+	if inOrder {
+		fp.run = s.entries
+	} else {
+		s.eachInContext(fp.add)
+	}
+	fp.remember = fp.count()
 	for i := range added {
 		fp.add(&added[i])
 	}

@@ -140,6 +140,9 @@ func TestSpec_FingerprintMemoEqualsTheWholeHash(t *testing.T) {
 		return core.Entry{ID: id, Kind: core.EntryMessage, Role: core.RoleUser, Content: text(s)}
 	}
 	base := []core.Entry{msg("e1", "one"), msg("e2", "two"), msg("e3", "three")}
+	// grown is one array that requests extend in place, as a State's
+	// entries are: a memo knows its entries there by their first address.
+	grown := append(make([]core.Entry, 0, 8), base...)
 	other := cfg
 	other.Tools = []string{"a"}
 	requests := []struct {
@@ -156,6 +159,13 @@ func TestSpec_FingerprintMemoEqualsTheWholeHash(t *testing.T) {
 		{"another config", other, base},
 		{"the same ids, other content", other, []core.Entry{msg("e1", "ONE"), base[1], base[2]}},
 		{"empty", cfg, nil},
+		{"in one array", cfg, grown},
+		{"in one array, extended in place", cfg, append(grown, msg("e4", "four"))},
+		{"in one array, extended again", cfg, append(grown, msg("e4", "four"), msg("e5", "five"))},
+		{"in one array, shorter", cfg, grown[:2]},
+		{"in one array, whole again", cfg, grown[:5]},
+		{"the same entries in another array", cfg, slices.Clone(grown[:5])},
+		{"in one array, after another config", other, grown[:5]},
 	}
 	var memo *core.FingerprintMemo
 	for _, r := range requests {
