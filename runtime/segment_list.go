@@ -6,18 +6,43 @@ import (
 
 	"github.com/cairn-agents/cairn/content"
 	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/provider"
 )
+
+// segmentChunks keeps segment chunks decoded, by digest, for every
+// session of the process: a chunked list is read whole every
+// SegmentDeltaDepth lists, and a session's consecutive whole lists repeat
+// all but their last chunks, so a report of a long session would decode
+// the same chunks again page after page. A chunk never changes (its
+// digest names it), so it is shared; the bound keeps memory flat.
+var segmentChunks = provider.NewPieces(32 << 20)
 
 // BlobGetter is the part of a blob store that reading a segment list needs.
 type BlobGetter interface {
 	Get(ctx context.Context, d content.Digest) ([]byte, error)
 }
 
-// SegmentList is a stored segment list read back: its segments, and how
-// many deltas lead to it from a whole (or chunked) list.
+// SegmentList is a stored segment list read back: its segments, their
+// bytes (core.SegmentTotal), and how many deltas lead to it from a whole
+// (or chunked) list.
 type SegmentList struct {
 	Segments []core.CacheSegment
+	Bytes    int64
 	Deltas   int
+	// Base and Keep are, for a list stored as a delta, the list it
+	// extends and how many of that list's segments it begins with (zero
+	// values for a whole list).
+	Base content.Digest
+	Keep int
+	// shared holds Segments: a delta read on this list extends it, in
+	// place when it can (core.SharedSlice), so reading a session's lists
+	// in order costs what each delta adds, not a copy of the whole list.
+	shared core.SharedSlice[core.CacheSegment]
+}
+
+// wholeList is a list read whole.
+func wholeList(segs []core.CacheSegment) SegmentList {
+	return SegmentList{Segments: segs, Bytes: core.SegmentTotal(segs), shared: core.SharedSlice[core.CacheSegment]{}.Extend(0, segs...)}
 }
 
 // ReadSegments loads a stored segment list: whole, chunked, or a delta on
@@ -44,12 +69,12 @@ func readSegmentsBlob(ctx context.Context, blobs BlobGetter, ref content.Content
 	switch ref.MediaType {
 	case core.MediaRequestSegments:
 		segs, err := core.DecodeSegments(data)
-		return SegmentList{Segments: segs}, err
+		return wholeList(segs), err
 	case core.MediaRequestSegmentDelta:
 		return readDelta(ctx, blobs, data, read)
 	case core.MediaRequestSegmentIndex:
 		segs, err := readChunked(ctx, blobs, data)
-		return SegmentList{Segments: segs}, err
+		return wholeList(segs), err
 	}
 	return SegmentList{}, fmt.Errorf("segment list of media type %q", ref.MediaType)
 }
@@ -71,7 +96,9 @@ func readDelta(ctx context.Context, blobs BlobGetter, data []byte, read map[cont
 	if d.Keep > len(base.Segments) {
 		return SegmentList{}, fmt.Errorf("segment delta keeps %d segments of a list of %d", d.Keep, len(base.Segments))
 	}
-	return SegmentList{Segments: append(base.Segments[:d.Keep:d.Keep], d.Segments...), Deltas: base.Deltas + 1}, nil
+	shared := base.shared.Extend(d.Keep, d.Segments...)
+	bytes := base.Bytes - core.SegmentTotal(base.Segments[d.Keep:]) + core.SegmentTotal(d.Segments)
+	return SegmentList{Segments: shared.Items(), Bytes: bytes, Deltas: base.Deltas + 1, Base: d.Base.Digest, Keep: d.Keep, shared: shared}, nil
 }
 
 func readChunked(ctx context.Context, blobs BlobGetter, data []byte) ([]core.CacheSegment, error) {
@@ -94,20 +121,41 @@ func readChunked(ctx context.Context, blobs BlobGetter, data []byte) ([]core.Cac
 		}
 		chunks = append(chunks, page.Chunks...)
 	}
-	var segs []core.CacheSegment
+	total := 0
+	for _, c := range chunks {
+		total += c.Count
+	}
+	segs := make([]core.CacheSegment, 0, total)
 	for i, c := range chunks {
-		data, err := blobs.Get(ctx, c.Ref)
+		chunk, err := readChunk(ctx, blobs, c)
 		if err != nil {
 			return nil, fmt.Errorf("segment chunk %d: %w", i, err)
-		}
-		chunk, err := core.DecodeSegments(data)
-		if err != nil {
-			return nil, fmt.Errorf("segment chunk %d: %w", i, err)
-		}
-		if len(chunk) != c.Count {
-			return nil, fmt.Errorf("segment chunk %d holds %d segments, its index says %d", i, len(chunk), c.Count)
 		}
 		segs = append(segs, chunk...)
 	}
 	return segs, nil
+}
+
+// readChunk returns the segments of a chunk, decoded once while
+// segmentChunks keeps them. Callers must not modify them.
+func readChunk(ctx context.Context, blobs BlobGetter, c core.SegmentChunkRef) ([]core.CacheSegment, error) {
+	key := c.Ref[:]
+	if v, ok := segmentChunks.Get(key); ok {
+		if chunk := v.([]core.CacheSegment); len(chunk) == c.Count {
+			return chunk, nil
+		}
+	}
+	data, err := blobs.Get(ctx, c.Ref)
+	if err != nil {
+		return nil, err
+	}
+	chunk, err := core.DecodeSegments(data)
+	if err != nil {
+		return nil, err
+	}
+	if len(chunk) != c.Count {
+		return nil, fmt.Errorf("it holds %d segments, its index says %d", len(chunk), c.Count)
+	}
+	segmentChunks.Put(key, chunk, int64(len(chunk))*segmentBytes+int64(len(data)))
+	return chunk, nil
 }

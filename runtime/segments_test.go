@@ -353,3 +353,52 @@ func (c *countingEdges) PutEdges(ctx context.Context, parent content.Digest, chi
 	c.recorded += len(children)
 	return c.Memory.PutEdges(ctx, parent, children)
 }
+
+// gettingBlobs counts the blobs read through it.
+type gettingBlobs struct {
+	runtime.BlobGetter
+	gets int
+}
+
+func (g *gettingBlobs) Get(ctx context.Context, d content.Digest) ([]byte, error) {
+	g.gets++
+	return g.BlobGetter.Get(ctx, d)
+}
+
+// A chunk read once is kept decoded: reading a chunked list again, or the
+// next one sharing its chunks, reads only the blobs not read before, and
+// gives the same segments.
+func TestSegmentChunksAreDecodedOnce(t *testing.T) {
+	ctx := context.Background()
+	blobs := blob.NewMemory()
+	x := &runtime.Executor{Blobs: blobs, Files: store.NewMemory(blobs)}
+	first := segments(3*core.SegmentChunk, "decoded once")
+	ref, err := runtime.PutSegments(x, ctx, nil, first)
+	if err != nil || ref.MediaType != core.MediaRequestSegmentIndex {
+		t.Fatalf("stored as %s, %v; want an index", ref.MediaType, err)
+	}
+	next := append(slices.Clone(first), segments(10, "decoded once, more")...)
+	ref2, err := runtime.PutSegments(x, ctx, nil, next)
+	if err != nil || ref2.MediaType != core.MediaRequestSegmentIndex {
+		t.Fatalf("stored as %s, %v; want an index", ref2.MediaType, err)
+	}
+	for _, c := range []struct {
+		name string
+		ref  content.ContentRef
+		want []core.CacheSegment
+		gets int
+	}{
+		{"first read", ref, first, 4},    // the index and its 3 chunks
+		{"again", ref, first, 1},         // the index
+		{"the next list", ref2, next, 2}, // its index and its new chunk
+	} {
+		g := &gettingBlobs{BlobGetter: blobs}
+		got, err := readSegments(ctx, g, c.ref)
+		if err != nil || !reflect.DeepEqual(got, c.want) {
+			t.Fatalf("%s: read %d segments, %v; want the %d stored", c.name, len(got), err, len(c.want))
+		}
+		if g.gets != c.gets {
+			t.Errorf("%s: read %d blobs, want %d", c.name, g.gets, c.gets)
+		}
+	}
+}

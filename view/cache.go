@@ -141,7 +141,7 @@ type cacheGen struct {
 	seq   int64
 	p     core.TurnGenerationCompleted
 	facts core.CacheFacts
-	segs  []core.CacheSegment
+	list  runtime.SegmentList
 }
 
 // ReadCacheReport reads one page of a session's prompt-cache report. An
@@ -218,7 +218,7 @@ func ReadCacheReport(ctx context.Context, log store.SessionLog, blobs BlobReader
 		if err != nil {
 			return CacheReport{}, fmt.Errorf("cache report of %s, seq %d: %w", sessionID, gens[i].seq, err)
 		}
-		gens[i].segs = l.Segments
+		gens[i].list = l
 	}
 	report.Turns = make([]CacheTurn, 0, len(gens)-first)
 	for i := first; i < len(gens); i++ {
@@ -246,7 +246,7 @@ func cacheRow(prev, cur *cacheGen, changes []core.Event) (CacheTurn, error) {
 	if prev == nil {
 		return row, nil
 	}
-	row.PreviousSeq, row.PreviousBytes = prev.seq, core.SegmentTotal(prev.segs)
+	row.PreviousSeq, row.PreviousBytes = prev.seq, prev.list.Bytes
 	between := changesBetween(changes, prev.seq, cur.seq)
 	pf := prev.facts
 	if pf.Model != f.Model || pf.ProviderID != f.ProviderID || pf.APIKind != f.APIKind {
@@ -260,19 +260,20 @@ func cacheRow(prev, cur *cacheGen, changes []core.Event) (CacheTurn, error) {
 		}
 		return row, nil
 	}
-	n, size := core.SharedPrefix(prev.segs, cur.segs)
+	n, size := sharedPrefix(prev, cur)
 	row.PrefixSegments, row.PrefixBytes = n, size
 	fraction := 1.0
 	if row.PreviousBytes > 0 {
 		fraction = float64(size) / float64(row.PreviousBytes)
 	}
 	row.PrefixFraction = &fraction
-	if n >= len(prev.segs) {
+	prevSegs, curSegs := prev.list.Segments, cur.list.Segments
+	if n >= len(prevSegs) {
 		return row, nil
 	}
-	seg, gone := cur.segs, n >= len(cur.segs) || removed(prev.segs[n], cur.segs, n)
+	seg, gone := curSegs, n >= len(curSegs) || removed(prevSegs[n], curSegs, n)
 	if gone {
-		seg = prev.segs
+		seg = prevSegs
 	}
 	row.BrokenBy = &BrokenBy{Segment: BrokenSegment{Index: n, Kind: seg[n].Kind, Ref: seg[n].Ref, Previous: gone}}
 	if len(seg[n].Keys) > 0 {
@@ -280,7 +281,7 @@ func cacheRow(prev, cur *cacheGen, changes []core.Event) (CacheTurn, error) {
 	}
 	best := -1
 	for _, ev := range between {
-		at, err := touches(ev, prev.segs, cur.segs, n)
+		at, err := touches(ev, prevSegs, curSegs, n)
 		if err != nil {
 			return CacheTurn{}, err
 		}
@@ -290,6 +291,25 @@ func cacheRow(prev, cur *cacheGen, changes []core.Event) (CacheTurn, error) {
 		}
 	}
 	return row, nil
+}
+
+// sharedPrefix is core.SharedPrefix of prev's and cur's lists, in what the
+// lists add to each other: a list stored as a delta on prev's begins with
+// the Keep segments it kept, and two lists in one array (core.SharedSlice)
+// with all the segments the shorter holds. A session's report compares
+// each request with the one before, and the context only grows: comparing
+// every segment again made a row cost the whole session.
+func sharedPrefix(prev, cur *cacheGen) (int, int64) {
+	p, c := prev.list.Segments, cur.list.Segments
+	n := 0
+	switch {
+	case cur.list.Keep > 0 && cur.list.Base == prev.facts.Segments.Digest:
+		n = cur.list.Keep
+	case len(p) > 0 && len(c) > 0 && &p[0] == &c[0]:
+		n = min(len(p), len(c))
+	}
+	more, size := core.SharedPrefix(p[n:], c[n:])
+	return n + more, size + prev.list.Bytes - core.SegmentTotal(p[n:])
 }
 
 // changesBetween returns the changes with after < seq < before.

@@ -3,6 +3,9 @@ package view_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/cairn-agents/cairn/content"
@@ -242,4 +245,55 @@ type noBlobs struct{}
 
 func (noBlobs) Get(context.Context, content.Digest) ([]byte, error) {
 	return nil, errors.New("blob store unavailable")
+}
+
+// A session whose lists are stored as deltas (as the executor stores them)
+// reports, row for row, what the same lists stored whole report: deltas
+// that keep all of the list before, that keep less (a moved marker, an
+// edit), and a list stored whole again in between.
+func TestCacheReport_DeltaListsReportAsWholeLists(t *testing.T) {
+	whole, deltas := newTLog(t), newTLog(t)
+	segs := []core.CacheSegment{seg(core.SegmentTool, "search", `{"name":"search"}`), seg(core.SegmentInstructions, "", "be brief")}
+	var last content.ContentRef // deltas' last list
+	for i := range 40 {
+		next := slices.Clone(segs)
+		switch {
+		case i%7 == 3: // the last segment changes, as a moved cache marker changes it
+			next[len(next)-1] = seg(core.EntryMessage, "", fmt.Sprintf("message %d, marked", i-1))
+		case i%11 == 5: // an edit in the middle
+			next[len(next)/2] = seg(core.EntryMessage, "", fmt.Sprintf("edited at %d", i))
+		}
+		next = append(next, seg(core.EntryMessage, "", fmt.Sprintf("message %d", i)), seg(core.EntryMessage, "", fmt.Sprintf("answer %d", i)))
+		whole.gen("r1", i+1, "m", next, core.Usage{InputTokens: 10})
+
+		ref := deltas.put(string(must(core.EncodeSegments(next))), core.MediaRequestSegments, "")
+		if keep := core.SegmentsPrefix(segs, next); i > 0 && i%13 != 0 && keep > 0 {
+			d := core.SegmentDelta{Base: last, Keep: keep, Segments: next[keep:]}
+			ref = deltas.put(string(must(core.EncodeSegmentDelta(d))), core.MediaRequestSegmentDelta, "")
+		}
+		deltas.add(core.KindTurnGenerationCompleted, core.TurnGenerationCompleted{RunID: "r1", Turn: i + 1, Finish: "stop", Usage: core.Usage{InputTokens: 10},
+			Cache: &core.CacheFacts{ProviderID: "p", APIKind: core.APIChatCompletions, Model: "m", RequestBytes: core.SegmentTotal(next) + 40,
+				SegmentBytes: core.SegmentTotal(next), SegmentCount: len(next), Segments: ref}})
+		segs, last = next, ref
+	}
+	for _, q := range []view.CacheQuery{{}, {Limit: 7}, {Limit: 500}} {
+		want, got := report(t, whole, q), report(t, deltas, q)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("limit %d: the report of delta lists differs from the whole lists':\n%+v\nwant\n%+v", q.Limit, got, want)
+		}
+		for p := got; p.Cursor != 0; {
+			q.Before = p.Cursor
+			want, p = report(t, whole, q), report(t, deltas, q)
+			if !reflect.DeepEqual(p, want) {
+				t.Fatalf("limit %d, before %d: the report of delta lists differs from the whole lists'", q.Limit, q.Before)
+			}
+		}
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
