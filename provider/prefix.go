@@ -19,7 +19,10 @@ import (
 // Each is the last one extended (in place when it can: core.SharedSlice),
 // so keeping it costs what the request added.
 type loweredPrefix struct {
-	ids    core.SharedSlice[string]
+	ids core.SharedSlice[string]
+	// first is the address of the entry of ids[0] in the request the
+	// prefix was kept from, whose first len(ids) entries have those ids.
+	first  *core.Entry
 	pieces core.SharedSlice[*Piece]
 	// members are the pieces' bytes joined by commas, as the members of a
 	// JSON array: the next request sends them as one part, copied from
@@ -60,7 +63,10 @@ func (k Kept) Members() []byte {
 
 // Prefix returns the pieces of the entries before the restart point that
 // the last request lowered under this scope left, when entries start with
-// that request's entries up to it.
+// that request's entries up to it. A request whose entries are where the
+// last one's were (a State's, which grow in place and are copied before
+// any changes: see Request.Entries) starts with them: only the last of
+// them is looked at, not the thousands before it.
 func (s *PieceScope) Prefix(entries []core.Entry) Kept {
 	if s == nil {
 		return Kept{}
@@ -74,9 +80,11 @@ func (s *PieceScope) Prefix(entries []core.Entry) Kept {
 	if len(ids) > len(entries) {
 		return Kept{}
 	}
-	for i, id := range ids {
-		if entries[i].ID != id {
-			return Kept{}
+	if n := len(ids); n == 0 || &entries[0] != p.first || entries[n-1].ID != ids[n-1] {
+		for i, id := range ids {
+			if entries[i].ID != id {
+				return Kept{}
+			}
 		}
 	}
 	return Kept{Pieces: p.pieces.Items(), Entries: len(ids), State: p.state, from: p}
@@ -156,7 +164,7 @@ func (s *PieceScope) KeepPrefix(entries []core.Entry, at int, added []*Piece, to
 		}
 		members = append(members, pc.Raw...)
 	}
-	p.ids = last.ids.Extend(took.Entries, ids...)
+	p.ids, p.first = last.ids.Extend(took.Entries, ids...), &entries[0]
 	p.pieces = last.pieces.Extend(len(took.Pieces), added...)
 	p.members = last.members.Extend(len(last.members.Items()), members...)
 	s.pieces.Put(s.prefixKey(), p, p.size)
@@ -181,7 +189,7 @@ func (s *PieceScope) KeepPrefixState(entries []core.Entry, at int, state any, si
 		ids = append(ids, e.ID)
 		idsSize += int64(len(e.ID)) + 16 + 8
 	}
-	p := &loweredPrefix{ids: last.ids.Extend(took.Entries, ids...), state: state, stateBytes: size, size: idsSize + size}
+	p := &loweredPrefix{ids: last.ids.Extend(took.Entries, ids...), first: &entries[0], state: state, stateBytes: size, size: idsSize + size}
 	s.pieces.Put(s.prefixKey(), p, p.size)
 }
 

@@ -25,6 +25,11 @@ type Request struct {
 	SessionID string
 	Model     core.ModelSelection
 	// Entries is the active context in request order (instructions first).
+	// With Pieces, an entry must not change at its address once a request
+	// was lowered from it (a State's never do: it copies its entries
+	// before it changes one): a later request whose entries are at the
+	// same addresses takes the pieces lowered from them without comparing
+	// them (PieceScope.Prefix).
 	Entries []core.Entry
 	Tools   []Tool
 	// Params are the session's provider parameters for this API kind
