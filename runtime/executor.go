@@ -183,17 +183,16 @@ func (x *Executor) cacheFacts(ctx context.Context, sessionID string, w core.Gene
 		return nil, -1
 	}
 	model := w.Config.Model
-	ref, keep, err := x.putSegments(ctx, sessionID, w.LastSegments, out.Segments)
+	stored, err := x.putSegments(ctx, sessionID, w.LastSegments, out.Segments)
 	if err != nil {
 		return nil, -1
 	}
-	kept := core.SegmentTotal(out.Segments[:max(keep, 0)])
-	total, fraction := kept+core.SegmentTotal(out.Segments[max(keep, 0):]), -1.0
-	if keep >= 0 && total > 0 {
-		fraction = float64(kept) / float64(total)
+	fraction := -1.0
+	if stored.keep >= 0 && stored.bytes > 0 {
+		fraction = float64(stored.keptBytes) / float64(stored.bytes)
 	}
 	return &core.CacheFacts{ProviderID: model.ProviderID, APIKind: model.APIKind, Model: model.Model, RequestBytes: out.RequestBytes,
-		SegmentBytes: total, SegmentCount: len(out.Segments), Segments: ref}, fraction
+		SegmentBytes: stored.bytes, SegmentCount: len(out.Segments), Segments: stored.ref}, fraction
 }
 
 // FailedGeneration turns a generation error the host will not retry into the

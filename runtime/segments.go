@@ -13,9 +13,21 @@ import (
 	"github.com/cairn-agents/cairn/core"
 )
 
+// storedSegments is a request's segment list as putSegments stored it:
+// where, how many of its segments begin the list of the session's last
+// request (keep; -1: no such list could be read), their bytes, and the
+// bytes of all its segments (core.SegmentTotal).
+type storedSegments struct {
+	ref       content.ContentRef
+	keep      int
+	keptBytes int64
+	bytes     int64
+}
+
 // putSegments stores a segment list, and says how many of its segments
 // begin the list of the session's last request (-1: no such list could be
-// read). When the list of the session's last
+// read), and their bytes: from the last list's total and what it drops,
+// so a turn of a long session does not add up every segment again. When the list of the session's last
 // request (last, from the log) shares a prefix with this one, it stores
 // only the difference (core.MediaRequestSegmentDelta) with an edge to that
 // list's blob, up to core.SegmentDeltaDepth deltas in a row. Otherwise it
@@ -31,28 +43,35 @@ import (
 // index's edges then hold it. When a remembered blob (a chunk, or a
 // delta's base) has been collected since, PutEdges reports it missing and
 // the list is stored again whole.
-func (x *Executor) putSegments(ctx context.Context, sessionID string, last *content.ContentRef, segs []core.CacheSegment) (ref content.ContentRef, keep int, err error) {
-	keep = -1 // no last list to compare with
+func (x *Executor) putSegments(ctx context.Context, sessionID string, last *content.ContentRef, segs []core.CacheSegment) (storedSegments, error) {
+	out := storedSegments{keep: -1} // no last list to compare with
 	if last != nil && x.Files != nil {
 		if prev, ok := x.lastList(ctx, sessionID, *last); ok {
-			keep = core.SegmentsPrefix(prev.Segments, segs)
-			if prev.Deltas < core.SegmentDeltaDepth && keep > 0 {
-				ref, err := x.putDelta(ctx, core.SegmentDelta{Base: *last, Keep: keep, Segments: segs[keep:]})
+			out.keep = core.SegmentsPrefix(prev.Segments, segs)
+			out.keptBytes = prev.Bytes - core.SegmentTotal(prev.Segments[out.keep:])
+			out.bytes = out.keptBytes + core.SegmentTotal(segs[out.keep:])
+			if prev.Deltas < core.SegmentDeltaDepth && out.keep > 0 {
+				ref, err := x.putDelta(ctx, core.SegmentDelta{Base: *last, Keep: out.keep, Segments: segs[out.keep:]})
 				var missing *blob.MissingError
 				if err == nil {
-					x.rememberSegments(sessionID, ref, SegmentList{Segments: segs, Deltas: prev.Deltas + 1})
-					return ref, keep, nil
+					out.ref = ref
+					x.rememberSegments(sessionID, ref, SegmentList{Segments: segs, Bytes: out.bytes, Deltas: prev.Deltas + 1})
+					return out, nil
 				} else if !errors.As(err, &missing) {
-					return content.ContentRef{}, keep, err
+					return out, err
 				}
 			}
 		}
 	}
-	ref, err = x.putWhole(ctx, sessionID, segs)
-	if err == nil {
-		x.rememberSegments(sessionID, ref, SegmentList{Segments: segs})
+	if out.keep < 0 {
+		out.bytes = core.SegmentTotal(segs)
 	}
-	return ref, keep, err
+	ref, err := x.putWhole(ctx, sessionID, segs)
+	if err == nil {
+		out.ref = ref
+		x.rememberSegments(sessionID, ref, SegmentList{Segments: segs, Bytes: out.bytes})
+	}
+	return out, err
 }
 
 // lastList returns the list stored at last: from x.Pieces when it holds

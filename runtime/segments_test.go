@@ -402,3 +402,40 @@ func TestSegmentChunksAreDecodedOnce(t *testing.T) {
 		}
 	}
 }
+
+// The bytes a request's facts report, of its whole list and of the part
+// that begins the last list, are the sums of its segments', kept from
+// turn to turn as lists are extended, cut back and stored whole again.
+func TestSegmentBytesAreTheSumsOfTheSegments(t *testing.T) {
+	ctx := context.Background()
+	// With Pieces the last list is the one remembered; without, it is
+	// read back from its blobs.
+	for _, pieces := range []*provider.Pieces{provider.NewPieces(1 << 20), nil} {
+		blobs := blob.NewMemory()
+		sumsOfSegments(t, ctx, &runtime.Executor{Blobs: blobs, Files: store.NewMemory(blobs), Pieces: pieces})
+	}
+}
+
+func sumsOfSegments(t *testing.T, ctx context.Context, x *runtime.Executor) {
+	t.Helper()
+	var last *content.ContentRef
+	list := segments(5, "bytes")
+	for turn := range 2*core.SegmentDeltaDepth + 5 {
+		next := slices.Clone(list)
+		if turn%5 == 4 { // the last segment changes, as a moved cache marker changes it
+			next[len(next)-1] = segments(1, fmt.Sprintf("marked %d", turn))[0]
+		}
+		next = append(next, segments(2, fmt.Sprintf("turn %d", turn))...)
+		ref, keep, kept, total, err := runtime.PutSegmentsBytes(x, ctx, last, next)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if total != core.SegmentTotal(next) {
+			t.Fatalf("turn %d: the list's bytes are %d, its segments' sum %d", turn, total, core.SegmentTotal(next))
+		}
+		if want := core.SegmentsPrefix(list, next); last != nil && (keep != want || kept != core.SegmentTotal(next[:keep])) {
+			t.Fatalf("turn %d: keeps %d segments of %d bytes, want %d of %d", turn, keep, kept, want, core.SegmentTotal(next[:want]))
+		}
+		list, last = next, &ref
+	}
+}
