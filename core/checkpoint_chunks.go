@@ -94,8 +94,8 @@ type CheckpointEdges struct {
 // CheckpointMemo remembers the chunks and pages of a session's last stored
 // checkpoint, each under its first item, with the items it holds, so the
 // next checkpoint neither encodes them again nor builds anything for them:
-// a chunk is known when the items at its place are the ones it holds,
-// compared one by one. A chunk is remembered only when its items cannot
+// a chunk is known when the items at its place are the ones it holds, at
+// the same addresses or else compared one by one. A chunk is remembered only when its items cannot
 // change: any entry (an entry never changes under its id), and runs that
 // have all ended (compared by id, status and end). The zero value and nil
 // remember nothing.
@@ -108,11 +108,14 @@ type CheckpointMemo struct {
 type entriesChunk struct {
 	items []Entry // the state's own, shared: entries never change in place
 	ref   content.Digest
+	cut   bool // it ends at a boundary of its own (see nextCut)
 }
 
 type runsChunk struct {
+	ids  []string // the state's own run order, shared: it only grows
 	ends []runEnd
 	ref  content.Digest
+	cut  bool
 }
 
 // runEnd is what tells an ended run's record apart: it never changes again.
@@ -175,25 +178,40 @@ func EncodeCheckpointParts(s *State, memo *CheckpointMemo) (CheckpointParts, err
 		}
 		return pages, nil
 	}
+	// A remembered chunk that ends at a boundary of its own and whose
+	// items are where they were (a State's entries and run order grow in
+	// place, and entries are copied before any changes) is the chunk that
+	// starts there again: its items need neither hashing nor comparing.
+	// Any other chunk is cut by hashing its items, and known by comparing
+	// them.
 	entries := s.entries
 	var entryChunks, runChunks []CheckpointChunk
-	for _, ch := range cutChunks(len(entries), func(i int) uint32 { return fnv32a(entries[i].ID) }, chunkSpread, chunkMax) {
-		es := entries[ch[0]:ch[1]]
-		known, ok := memo.entries[es[0].ID]
-		if !ok || !sameEntries(known.items, es) {
-			d, err := put(chunkBody[Entry]{Format: checkpointEntriesFormat, Items: es})
-			if err != nil {
-				return CheckpointParts{}, err
+	for from := 0; from < len(entries); {
+		known, ok := memo.entries[entries[from].ID]
+		to, cut := from+len(known.items), known.cut
+		if !ok || !cut || to > len(entries) || &known.items[0] != &entries[from] {
+			to, cut = nextCut(from, len(entries), func(i int) uint32 { return fnv32a(entries[i].ID) }, chunkSpread, chunkMax)
+			if !ok || !sameEntries(known.items, entries[from:to]) {
+				d, err := put(chunkBody[Entry]{Format: checkpointEntriesFormat, Items: entries[from:to]})
+				if err != nil {
+					return CheckpointParts{}, err
+				}
+				known.ref = d
 			}
-			known.ref = d
 		}
-		next.entries[es[0].ID] = entriesChunk{items: es, ref: known.ref}
+		es := entries[from:to]
+		next.entries[es[0].ID] = entriesChunk{items: es, ref: known.ref, cut: cut}
 		entryChunks = append(entryChunks, CheckpointChunk{Ref: known.ref, Count: len(es)})
+		from = to
 	}
 	ids := s.runOrder
-	for _, ch := range cutChunks(len(ids), func(i int) uint32 { return fnv32a(ids[i]) }, chunkSpread, chunkMax) {
-		chunk := ids[ch[0]:ch[1]]
-		known, ok := memo.runs[chunk[0]]
+	for from := 0; from < len(ids); {
+		known, ok := memo.runs[ids[from]]
+		to, cut := from+len(known.ids), known.cut
+		if !ok || !cut || to > len(ids) || &known.ids[0] != &ids[from] {
+			to, cut = nextCut(from, len(ids), func(i int) uint32 { return fnv32a(ids[i]) }, chunkSpread, chunkMax)
+		}
+		chunk := ids[from:to]
 		if !ok || !s.runsEnded(known.ends, chunk) {
 			rs := make([]runState, len(chunk))
 			for i, id := range chunk {
@@ -206,9 +224,11 @@ func EncodeCheckpointParts(s *State, memo *CheckpointMemo) (CheckpointParts, err
 			known = runsChunk{ends: s.runEnds(chunk), ref: d}
 		}
 		if known.ends != nil { // remembered only once every run in it has ended
+			known.ids, known.cut = chunk, cut
 			next.runs[chunk[0]] = known
 		}
 		runChunks = append(runChunks, CheckpointChunk{Ref: known.ref, Count: len(chunk)})
+		from = to
 	}
 	var err error
 	if ix.EntryPages, err = paged(entryChunks); err != nil {
@@ -267,18 +287,28 @@ func (s *State) runEnds(ids []string) []runEnd {
 }
 
 // cutChunks splits n items, whose ids hash to hash(i), into [from, to)
-// ranges at content-defined boundaries: after an item whose hash is a
-// multiple of spread, or at max items.
+// ranges at content-defined boundaries (nextCut).
 func cutChunks(n int, hash func(int) uint32, spread, max uint32) [][2]int {
 	var out [][2]int
-	from := 0
-	for i := range n {
-		if hash(i)%spread == 0 || uint32(i+1-from) == max || i == n-1 {
-			out = append(out, [2]int{from, i + 1})
-			from = i + 1
-		}
+	for from := 0; from < n; {
+		to, _ := nextCut(from, n, hash, spread, max)
+		out = append(out, [2]int{from, to})
+		from = to
 	}
 	return out
+}
+
+// nextCut returns where the chunk that starts at item from of n ends: after
+// an item whose hash is a multiple of spread, or at max items (a boundary
+// of its own: cut), or else at the last item, where more items would
+// extend it.
+func nextCut(from, n int, hash func(int) uint32, spread, max uint32) (to int, cut bool) {
+	for i := from; i < n; i++ {
+		if hash(i)%spread == 0 || uint32(i+1-from) == max {
+			return i + 1, true
+		}
+	}
+	return n, false
 }
 
 // fnv32a is hash/fnv's 32-bit FNV-1a of s, without a hasher and a copy

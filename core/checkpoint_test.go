@@ -1,6 +1,7 @@
 package core_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -177,5 +178,53 @@ func TestCheckpoint_ChunkedCheckpointEncodesWhatChanged(t *testing.T) {
 	}
 	if _, err := core.DecodeCheckpoint(next.Index); err == nil {
 		t.Error("DecodeCheckpoint of a chunked index without its chunks succeeded")
+	}
+}
+
+// Checkpoints through the memo are byte for byte those without one over a
+// long session whose context grows in place, loses an entry in the middle
+// (a new array), has a keyed entry replaced, and grows past its array's
+// capacity: the memo knows a chunk by its items' addresses only while
+// they are the same entries.
+func TestCheckpoint_MemoEqualsNoMemoAsTheContextGrowsAndChanges(t *testing.T) {
+	h := newHarness(t, testConfig())
+	var memo *core.CheckpointMemo
+	checkpoint := func(at int) {
+		t.Helper()
+		parts, err := core.EncodeCheckpointParts(h.state(), memo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh, err := core.EncodeCheckpointParts(h.state(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(parts.Index, fresh.Index) {
+			t.Fatalf("turn %d: the memo changed the checkpoint:\n got %s\nwant %s", at, parts.Index, fresh.Index)
+		}
+		all := map[content.Digest]bool{}
+		for _, b := range fresh.New {
+			all[b.Digest] = true
+		}
+		for _, b := range parts.New {
+			if !all[b.Digest] {
+				t.Fatalf("turn %d: the memo encoded a blob the checkpoint does not hold", at)
+			}
+		}
+		memo = parts.Memo
+	}
+	for i := range 600 {
+		h.mustAdmit(core.StartRun{AtMs: h.tick(), RunID: fmt.Sprintf("r%d", i), Input: input(fmt.Sprintf("question %d", i))})
+		h.answer(fmt.Sprintf("answer %d", i))
+		h.expectIdle()
+		switch i {
+		case 100, 350:
+			h.mustAdmit(core.AppendContext{AtMs: h.tick(), Entries: []core.EntryInput{entryText(core.EntryMessage, "notes", fmt.Sprintf("notes at %d", i))}})
+		case 200:
+			h.mustAdmit(core.RemoveContext{AtMs: h.tick(), EntryIDs: []string{h.state().Context()[50].ID}})
+		}
+		if i%25 == 0 || i%25 == 7 {
+			checkpoint(i)
+		}
 	}
 }
