@@ -1,8 +1,14 @@
 package sqlite
 
 import (
+	"context"
+	"database/sql"
 	"encoding/binary"
+	"encoding/json"
+	"errors"
 	"fmt"
+
+	"github.com/cairn-agents/cairn/core"
 )
 
 // The events of one append are stored compressed together, as a group: a
@@ -114,5 +120,103 @@ func decodeGroup(frame []byte) ([][]byte, error) {
 	for i, n := range lens {
 		records[i], rec = rec[:n:n], rec[n:]
 	}
+	return records, nil
+}
+
+// storedEvent is an events row as read, its event not yet decoded.
+type storedEvent struct {
+	ev       core.Event
+	joins    []byte // nil for NULL
+	payload  []byte
+	encoding string
+}
+
+// groupReader decodes the rows of one read, each group once: a member
+// whose head the read did not include reads the head's row too.
+type groupReader struct {
+	ctx    context.Context
+	s      *Store
+	owner  string
+	stored []storedEvent
+	groups map[int64][][]byte // by head seq
+}
+
+// event decodes the i-th row read.
+func (g *groupReader) event(i int) (core.Event, error) {
+	r := g.stored[i]
+	ev := r.ev
+	var joins, payload []byte
+	var err error
+	switch r.encoding {
+	case eventEncodingGroup, eventEncodingMember:
+		var d int64
+		if r.encoding == eventEncodingMember {
+			if d, err = memberDistance(r.payload); err != nil {
+				return ev, err
+			}
+		}
+		var records [][]byte
+		if records, err = g.group(i, r.ev.Seq-d); err != nil {
+			return ev, err
+		}
+		if d >= int64(len(records)) {
+			return ev, fmt.Errorf("the stored event's group at seq %d holds no event %d", r.ev.Seq-d, d)
+		}
+		joins, payload, err = splitRecord(records[d])
+	default:
+		joins, payload, err = decodeEvent(r.joins, r.joins != nil, r.payload, r.encoding)
+	}
+	if err != nil {
+		return ev, err
+	}
+	if joins != nil {
+		if err := json.Unmarshal(joins, &ev.Joins); err != nil {
+			return ev, fmt.Errorf("decode joins: %w", err)
+		}
+	}
+	ev.Payload = payload
+	return ev, nil
+}
+
+// group returns the records of the group whose head is at seq head, for
+// the i-th row read (the head itself, or one of its members).
+func (g *groupReader) group(i int, head int64) ([][]byte, error) {
+	if records, ok := g.groups[head]; ok {
+		return records, nil
+	}
+	frame, encoding, found := g.stored[i].payload, g.stored[i].encoding, true
+	if head != g.stored[i].ev.Seq {
+		found = false
+		// A read's rows have consecutive seqs, ascending or descending:
+		// the head, if read, is as many rows before or after.
+		for _, j := range []int{i - int(g.stored[i].ev.Seq-head), i + int(g.stored[i].ev.Seq-head)} {
+			if j >= 0 && j < len(g.stored) && g.stored[j].ev.Seq == head {
+				frame, encoding, found = g.stored[j].payload, g.stored[j].encoding, true
+			}
+		}
+	}
+	if !found {
+		var enc sql.NullString
+		err := g.s.reads.QueryRowContext(g.ctx, `SELECT payload, encoding FROM events WHERE universe = ? AND session_id = ? AND seq = ?`,
+			g.s.universe, g.owner, head).Scan(&frame, &enc)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("the stored event's group head, seq %d, is missing", head)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read the group head at seq %d: %w", head, err)
+		}
+		encoding = enc.String
+	}
+	if encoding != eventEncodingGroup {
+		return nil, fmt.Errorf("the stored event's group head, seq %d, is not one", head)
+	}
+	records, err := decodeGroup(frame)
+	if err != nil {
+		return nil, fmt.Errorf("group at seq %d: %w", head, err)
+	}
+	if g.groups == nil {
+		g.groups = map[int64][][]byte{}
+	}
+	g.groups[head] = records
 	return records, nil
 }
