@@ -246,6 +246,15 @@ func runScenario(b *testing.B, sc scenario) scenarioResult {
 		}
 		readsLate := readLatency(b, c, s.SessionID)
 		res.minPrefixReuse = minPrefixReuse(b, c, s.SessionID)
+		// A long run also logs the CPU of each 1,000 turns: a window of
+		// 100 turns (cpuAt) varies from run to run more than most changes.
+		for from := 0; sc.turns >= 2000 && from+100 <= len(windows); from += 100 {
+			var sum time.Duration
+			for _, w := range windows[from : from+100] {
+				sum += w
+			}
+			b.Logf("CPU a turn, turns %d-%d: %.2f ms", from*10+1, from*10+1000, sum.Seconds())
+		}
 		stopServer(b, srv)
 		for _, t := range []int{10, 100, 1000, 10000} {
 			if v, ok := cpuAt(windows, t); ok {
