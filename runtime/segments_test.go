@@ -354,17 +354,6 @@ func (c *countingEdges) PutEdges(ctx context.Context, parent content.Digest, chi
 	return c.Memory.PutEdges(ctx, parent, children)
 }
 
-// gettingBlobs counts the blobs read through it.
-type gettingBlobs struct {
-	runtime.BlobGetter
-	gets int
-}
-
-func (g *gettingBlobs) Get(ctx context.Context, d content.Digest) ([]byte, error) {
-	g.gets++
-	return g.BlobGetter.Get(ctx, d)
-}
-
 // A chunk read once is kept decoded: reading a chunked list again, or the
 // next one sharing its chunks, reads only the blobs not read before, and
 // gives the same segments.
@@ -392,7 +381,7 @@ func TestSegmentChunksAreDecodedOnce(t *testing.T) {
 		{"again", ref, first, 1},         // the index
 		{"the next list", ref2, next, 2}, // its index and its new chunk
 	} {
-		g := &gettingBlobs{BlobGetter: blobs}
+		g := &readingBlobs{Store: blobs}
 		got, err := readSegments(ctx, g, c.ref)
 		if err != nil || !reflect.DeepEqual(got, c.want) {
 			t.Fatalf("%s: read %d segments, %v; want the %d stored", c.name, len(got), err, len(c.want))
