@@ -2,6 +2,7 @@ package provider
 
 import (
 	"unsafe"
+	"weak"
 
 	"github.com/cairn-agents/cairn/core"
 )
@@ -20,9 +21,11 @@ import (
 // so keeping it costs what the request added.
 type loweredPrefix struct {
 	ids core.SharedSlice[string]
-	// first is the address of the entry of ids[0] in the request the
-	// prefix was kept from, whose first len(ids) entries have those ids.
-	first  *core.Entry
+	// first is the entry of ids[0] in the request the prefix was kept
+	// from, whose first len(ids) entries have those ids. Weak: a kept
+	// prefix must not hold a session's entries in memory once the session
+	// lets them go (the pieces' bound does not count them).
+	first  weak.Pointer[core.Entry]
 	pieces core.SharedSlice[*Piece]
 	// members are the pieces' bytes joined by commas, as the members of a
 	// JSON array: the next request sends them as one part, copied from
@@ -80,7 +83,7 @@ func (s *PieceScope) Prefix(entries []core.Entry) Kept {
 	if len(ids) > len(entries) {
 		return Kept{}
 	}
-	if n := len(ids); n == 0 || &entries[0] != p.first || entries[n-1].ID != ids[n-1] {
+	if n := len(ids); n == 0 || &entries[0] != p.first.Value() || entries[n-1].ID != ids[n-1] {
 		for i, id := range ids {
 			if entries[i].ID != id {
 				return Kept{}
@@ -164,7 +167,7 @@ func (s *PieceScope) KeepPrefix(entries []core.Entry, at int, added []*Piece, to
 		}
 		members = append(members, pc.Raw...)
 	}
-	p.ids, p.first = last.ids.Extend(took.Entries, ids...), &entries[0]
+	p.ids, p.first = last.ids.Extend(took.Entries, ids...), weak.Make(&entries[0])
 	p.pieces = last.pieces.Extend(len(took.Pieces), added...)
 	p.members = last.members.Extend(len(last.members.Items()), members...)
 	s.pieces.Put(s.prefixKey(), p, p.size)
@@ -189,7 +192,7 @@ func (s *PieceScope) KeepPrefixState(entries []core.Entry, at int, state any, si
 		ids = append(ids, e.ID)
 		idsSize += int64(len(e.ID)) + 16 + 8
 	}
-	p := &loweredPrefix{ids: last.ids.Extend(took.Entries, ids...), first: &entries[0], state: state, stateBytes: size, size: idsSize + size}
+	p := &loweredPrefix{ids: last.ids.Extend(took.Entries, ids...), first: weak.Make(&entries[0]), state: state, stateBytes: size, size: idsSize + size}
 	s.pieces.Put(s.prefixKey(), p, p.size)
 }
 
