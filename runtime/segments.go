@@ -26,8 +26,9 @@ type storedSegments struct {
 
 // putSegments stores a segment list, and says how many of its segments
 // begin the list of the session's last request (-1: no such list could be
-// read), and their bytes: from the last list's total and what it drops,
-// so a turn of a long session does not add up every segment again. When the list of the session's last
+// read) and the bytes of both, counted from the last list's total and
+// what this one drops and adds: a turn of a long session does not add up
+// every segment again. When the list of the session's last
 // request (last, from the log) shares a prefix with this one, it stores
 // only the difference (core.MediaRequestSegmentDelta) with an edge to that
 // list's blob, up to core.SegmentDeltaDepth deltas in a row. Otherwise it
