@@ -47,12 +47,11 @@ func encodeEvent(joins, payload []byte) eventColumns {
 	if joins != nil {
 		plain.joins = string(joins)
 	}
-	n := len(joins) + 1 + len(payload)
+	n := recordLen(joins, payload)
 	if n > eventCompressMax {
 		return plain
 	}
-	rec := make([]byte, 0, n)
-	rec = append(append(append(rec, joins...), '\n'), payload...)
+	rec := appendRecord(make([]byte, 0, n), joins, payload)
 	z := eventEncoder.EncodeAll(rec, make([]byte, 0, n/2))
 	if len(z) > n-n/8 {
 		return plain
@@ -78,6 +77,15 @@ func decodeEvent(joins []byte, joinsValid bool, payload []byte, encoding string)
 	default:
 		return nil, nil, fmt.Errorf("the stored event has unknown encoding %q", encoding)
 	}
+}
+
+// recordLen is the length of the record appendRecord makes.
+func recordLen(joins, payload []byte) int { return len(joins) + 1 + len(payload) }
+
+// appendRecord appends the record an event is compressed as: its joins
+// JSON (none for NULL), a newline, its payload.
+func appendRecord(dst, joins, payload []byte) []byte {
+	return append(append(append(dst, joins...), '\n'), payload...)
 }
 
 // splitRecord returns the joins JSON (nil for NULL) and the payload of a

@@ -45,7 +45,7 @@ func encodeEventRows(joins, payloads [][]byte) []eventColumns {
 	for start := 0; start < len(payloads); {
 		end, size := start, 0
 		for end < len(payloads) && end-start < eventGroupMax {
-			n := len(joins[end]) + 1 + len(payloads[end])
+			n := recordLen(joins[end], payloads[end])
 			if size+n > eventGroupBytes {
 				break
 			}
@@ -68,10 +68,10 @@ func encodeEventRows(joins, payloads [][]byte) []eventColumns {
 func encodeGroup(out []eventColumns, joins, payloads [][]byte, size int) bool {
 	rec := binary.AppendUvarint(make([]byte, 0, size+3*len(payloads)), uint64(len(payloads)))
 	for i := range payloads {
-		rec = binary.AppendUvarint(rec, uint64(len(joins[i])+1+len(payloads[i])))
+		rec = binary.AppendUvarint(rec, uint64(recordLen(joins[i], payloads[i])))
 	}
 	for i := range payloads {
-		rec = append(append(append(rec, joins[i]...), '\n'), payloads[i]...)
+		rec = appendRecord(rec, joins[i], payloads[i])
 	}
 	z := eventEncoder.EncodeAll(rec, make([]byte, 0, len(rec)/2))
 	if len(z) > size-size/8 {
