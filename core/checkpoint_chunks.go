@@ -95,10 +95,10 @@ type CheckpointEdges struct {
 // checkpoint, each under its first item, with the items it holds, so the
 // next checkpoint neither encodes them again nor builds anything for them:
 // a chunk is known when the items at its place are the ones it holds, at
-// the same addresses or else compared one by one. A chunk is remembered only when its items cannot
-// change: any entry (an entry never changes under its id), and runs that
-// have all ended (compared by id, status and end). The zero value and nil
-// remember nothing.
+// the same addresses or else compared one by one. A chunk is remembered
+// only when its items cannot change: any entry (an entry never changes
+// under its id), and runs that have all ended (compared by id, status and
+// end). The zero value and nil remember nothing.
 type CheckpointMemo struct {
 	entries map[string]entriesChunk
 	runs    map[string]runsChunk
@@ -264,12 +264,17 @@ func (s *State) runsEnded(known []runEnd, ids []string) bool {
 		return false
 	}
 	for i, id := range ids {
-		r := s.runs[id]
-		if known[i] != (runEnd{id: id, status: r.Status, seq: r.EndedSeq}) {
+		if known[i] != s.runEnd(id) {
 			return false
 		}
 	}
 	return true
+}
+
+// runEnd is how run id stands: how it ended, once it has.
+func (s *State) runEnd(id string) runEnd {
+	r := s.runs[id]
+	return runEnd{id: id, status: r.Status, seq: r.EndedSeq}
 }
 
 // runEnds returns how the runs ids ended, or nil when one has not: its
@@ -277,11 +282,10 @@ func (s *State) runsEnded(known []runEnd, ids []string) bool {
 func (s *State) runEnds(ids []string) []runEnd {
 	ends := make([]runEnd, len(ids))
 	for i, id := range ids {
-		r := s.runs[id]
-		if r.Status != StatusCompleted && r.Status != StatusFailed && r.Status != StatusCancelled {
+		ends[i] = s.runEnd(id)
+		if st := ends[i].status; st != StatusCompleted && st != StatusFailed && st != StatusCancelled {
 			return nil
 		}
-		ends[i] = runEnd{id: id, status: r.Status, seq: r.EndedSeq}
 	}
 	return ends
 }
