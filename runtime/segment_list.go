@@ -40,9 +40,11 @@ type SegmentList struct {
 	shared core.SharedSlice[core.CacheSegment]
 }
 
-// wholeList is a list read whole.
+// wholeList is a list read whole: its segments are the shared slice's,
+// which the deltas read on it extend.
 func wholeList(segs []core.CacheSegment) SegmentList {
-	return SegmentList{Segments: segs, Bytes: core.SegmentTotal(segs), shared: core.SharedSlice[core.CacheSegment]{}.Extend(0, segs...)}
+	shared := core.SharedSlice[core.CacheSegment]{}.Extend(0, segs...)
+	return SegmentList{Segments: shared.Items(), Bytes: core.SegmentTotal(segs), shared: shared}
 }
 
 // ReadSegments loads a stored segment list: whole, chunked, or a delta on
