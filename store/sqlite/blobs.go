@@ -45,11 +45,11 @@ func (s *Store) Put(ctx context.Context, data []byte) (content.Digest, error) {
 	}
 	// RETURNING yields the winning row's key: ours, or a racing writer's.
 	var stored sql.NullString
-	err = s.writes.QueryRowContext(ctx, `INSERT INTO blobs
+	err = s.writes.scanRow(ctx, `INSERT INTO blobs
 		(universe, digest, size, object_key, created_at_ms, touched_at_ms) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (universe, digest) DO UPDATE SET touched_at_ms = max(touched_at_ms, excluded.touched_at_ms)
 		RETURNING object_key`,
-		s.universe, d.String(), len(data), key, now, now).Scan(&stored)
+		[]any{s.universe, d.String(), len(data), key, now, now}, &stored)
 	if err != nil || stored.String != key {
 		// Our object is unreferenced: remove it even if ctx was cancelled.
 		if delErr := s.objects.Delete(context.WithoutCancel(ctx), key); delErr != nil && err == nil {
@@ -162,22 +162,16 @@ func (s *Store) Touch(ctx context.Context, ds []content.Digest) ([]content.Diges
 	if err != nil {
 		return nil, err
 	}
-	begun, err := s.begin(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: touch: %w", err)
-	}
-	defer s.writes.prepareWanted(ctx) // after the rollback below
-	defer begun.Rollback()
-	tx := s.writes.writeTx(begun)
-	if _, err := tx.ExecContext(ctx, `UPDATE blobs SET touched_at_ms = max(touched_at_ms, ?)
+	var missing []content.Digest
+	err = s.writeTx(ctx, func(tx stmtTx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE blobs SET touched_at_ms = max(touched_at_ms, ?)
 		WHERE universe = ? AND digest IN (SELECT value FROM json_each(?))`, s.nowMs(), s.universe, raw); err != nil {
-		return nil, fmt.Errorf("sqlite: touch: %w", err)
-	}
-	missing, err := missingIn(ctx, tx, s.universe, raw)
+			return err
+		}
+		missing, err = missingIn(ctx, tx, s.universe, raw)
+		return err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: touch: %w", err)
-	}
-	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("sqlite: touch: %w", err)
 	}
 	return missing, nil

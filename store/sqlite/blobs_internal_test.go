@@ -110,7 +110,7 @@ func TestReuploadAfterRowDeletedUsesFreshKey(t *testing.T) {
 	d := mustPut(t, s, data)
 	first := readRow(t, s, d).key.String
 	// What retention does to the row (it would also delete the object later).
-	if _, err := s.writer.ExecContext(ctx, `DELETE FROM blobs WHERE universe = ? AND digest = ?`, s.universe, d.String()); err != nil {
+	if _, err := s.writes.ExecContext(ctx, `DELETE FROM blobs WHERE universe = ? AND digest = ?`, s.universe, d.String()); err != nil {
 		t.Fatal(err)
 	}
 	mustPut(t, s, data)
@@ -169,7 +169,7 @@ func TestGetDetectsCorruption(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t, t.TempDir())
 	small := mustPut(t, s, []byte("small and inline"))
-	if _, err := s.writer.ExecContext(ctx, `UPDATE blobs SET inline = ? WHERE digest = ?`, []byte("SMALL and inline"), small.String()); err != nil {
+	if _, err := s.writes.ExecContext(ctx, `UPDATE blobs SET inline = ? WHERE digest = ?`, []byte("SMALL and inline"), small.String()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Get(ctx, small); !errors.Is(err, blob.ErrCorrupt) {

@@ -37,7 +37,7 @@ func TestCheckpointsHoldTheirBlobs(t *testing.T) {
 		}
 	}
 	del := func(d content.Digest) error {
-		_, err := s.writer.ExecContext(ctx, `DELETE FROM blobs WHERE universe = ? AND digest = ?`, s.universe, d.String())
+		_, err := s.writes.ExecContext(ctx, `DELETE FROM blobs WHERE universe = ? AND digest = ?`, s.universe, d.String())
 		return err
 	}
 	if err := del(c2); err == nil {
@@ -104,7 +104,7 @@ func TestVersion3DatabaseGainsCheckpoints(t *testing.T) {
 	openedSession(t, s, "s1", 2)
 	d := mustPut(t, s, []byte("checkpoint"))
 	for _, q := range append(undoLineage, []string{`DROP TABLE checkpoints`, `DELETE FROM schema_migrations WHERE version >= 4`}...) {
-		if _, err := s.writer.ExecContext(ctx, q); err != nil {
+		if _, err := s.writes.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}
 	}

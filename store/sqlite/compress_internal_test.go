@@ -80,23 +80,23 @@ func TestCompressedRowsThatAreDamagedAreCorrupt(t *testing.T) {
 		"flipped byte": func() error {
 			b := bytes.Clone(frame)
 			b[len(b)/2] ^= 0xff
-			_, err := s.writer.ExecContext(ctx, `UPDATE blobs SET inline = ? WHERE digest = ?`, b, d.String())
+			_, err := s.writes.ExecContext(ctx, `UPDATE blobs SET inline = ? WHERE digest = ?`, b, d.String())
 			return err
 		},
 		"truncated frame": func() error {
-			_, err := s.writer.ExecContext(ctx, `UPDATE blobs SET inline = ? WHERE digest = ?`, frame[:len(frame)/2], d.String())
+			_, err := s.writes.ExecContext(ctx, `UPDATE blobs SET inline = ? WHERE digest = ?`, frame[:len(frame)/2], d.String())
 			return err
 		},
 		"another blob's frame": func() error {
-			_, err := s.writer.ExecContext(ctx, `UPDATE blobs SET inline = ? WHERE digest = ?`, other, d.String())
+			_, err := s.writes.ExecContext(ctx, `UPDATE blobs SET inline = ? WHERE digest = ?`, other, d.String())
 			return err
 		},
 		"unknown encoding": func() error {
-			_, err := s.writer.ExecContext(ctx, `UPDATE blobs SET inline = ?, encoding = 'lz9' WHERE digest = ?`, frame, d.String())
+			_, err := s.writes.ExecContext(ctx, `UPDATE blobs SET inline = ?, encoding = 'lz9' WHERE digest = ?`, frame, d.String())
 			return err
 		},
 		"raw bytes marked compressed": func() error {
-			_, err := s.writer.ExecContext(ctx, `UPDATE blobs SET inline = ?, encoding = 'zstd' WHERE digest = ?`, data, d.String())
+			_, err := s.writes.ExecContext(ctx, `UPDATE blobs SET inline = ?, encoding = 'zstd' WHERE digest = ?`, data, d.String())
 			return err
 		},
 	} {
@@ -108,7 +108,7 @@ func TestCompressedRowsThatAreDamagedAreCorrupt(t *testing.T) {
 				t.Fatalf("Get = %v, want ErrCorrupt", err)
 			}
 			// Restore the row for the next case.
-			if _, err := s.writer.ExecContext(ctx, `UPDATE blobs SET inline = ?, encoding = 'zstd' WHERE digest = ?`, frame, d.String()); err != nil {
+			if _, err := s.writes.ExecContext(ctx, `UPDATE blobs SET inline = ?, encoding = 'zstd' WHERE digest = ?`, frame, d.String()); err != nil {
 				t.Fatal(err)
 			}
 			if got, err := s.Get(ctx, d); err != nil || !bytes.Equal(got, data) {
@@ -126,7 +126,7 @@ func TestCompressedRowsCannotInflatePastTheInlineLimit(t *testing.T) {
 	d := mustPut(t, s, jsonLike(10_000))
 	bomb := zstdEncoder.EncodeAll(make([]byte, InlineMax), nil)
 	bomb = append(bomb, zstdEncoder.EncodeAll(make([]byte, InlineMax), nil)...) // two frames: 128 KiB
-	if _, err := s.writer.ExecContext(ctx, `UPDATE blobs SET inline = ?, size = ? WHERE digest = ?`, bomb, 2*InlineMax, d.String()); err != nil {
+	if _, err := s.writes.ExecContext(ctx, `UPDATE blobs SET inline = ?, size = ? WHERE digest = ?`, bomb, 2*InlineMax, d.String()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Get(ctx, d); !errors.Is(err, blob.ErrCorrupt) {
@@ -150,11 +150,11 @@ func TestVersion7DatabaseGainsBlobEncoding(t *testing.T) {
 		`ALTER TABLE events DROP COLUMN encoding`, `ALTER TABLE blobs DROP COLUMN encoding`,
 		`DELETE FROM schema_migrations WHERE version >= 8`,
 	} {
-		if _, err := s.writer.ExecContext(ctx, q); err != nil {
+		if _, err := s.writes.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.writer.ExecContext(ctx, `INSERT INTO blobs (universe, digest, size, inline, created_at_ms, touched_at_ms)
+	if _, err := s.writes.ExecContext(ctx, `INSERT INTO blobs (universe, digest, size, inline, created_at_ms, touched_at_ms)
 		VALUES (?, ?, ?, ?, 0, 0)`, s.universe, d.String(), len(old), old); err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ func TestEdgesHoldChildrenAndFallWithTheirParent(t *testing.T) {
 		t.Fatal(err)
 	}
 	del := func(d content.Digest) error {
-		_, err := s.writer.ExecContext(ctx, `DELETE FROM blobs WHERE universe = ? AND digest = ?`, s.universe, d.String())
+		_, err := s.writes.ExecContext(ctx, `DELETE FROM blobs WHERE universe = ? AND digest = ?`, s.universe, d.String())
 		return err
 	}
 	if err := del(child); err == nil {
@@ -47,7 +47,7 @@ func TestVersion1DatabaseGainsEdges(t *testing.T) {
 	parent, child := mustPut(t, s, []byte("manifest")), mustPut(t, s, []byte("file"))
 	for _, q := range append(undoLineage, []string{`DROP TABLE checkpoints`, `DROP TABLE snapshots`, `DROP TABLE workspaces`, `DROP TABLE retention_edges`,
 		`DELETE FROM schema_migrations WHERE version >= 2`}...) {
-		if _, err := s.writer.ExecContext(ctx, q); err != nil {
+		if _, err := s.writes.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -128,7 +128,7 @@ func TestDamagedEventRowsFailTheirRead(t *testing.T) {
 	// returns the event exactly.
 	damage := func(name, encoding string, payload []byte) {
 		t.Helper()
-		if _, err := s.writer.ExecContext(ctx, `UPDATE events SET payload = ?, encoding = ? WHERE seq = 2`, payload, encoding); err != nil {
+		if _, err := s.writes.ExecContext(ctx, `UPDATE events SET payload = ?, encoding = ? WHERE seq = 2`, payload, encoding); err != nil {
 			t.Fatal(err)
 		}
 		evs, err := s.ReadAfter(ctx, "s1", 0, 0)
@@ -149,7 +149,7 @@ func TestDamagedEventRowsFailTheirRead(t *testing.T) {
 		if enc == eventEncodingZD1 {
 			payload = frame[:len(frame)/2]
 		}
-		if _, err := s.writer.ExecContext(ctx, `UPDATE events SET payload = ?, encoding = ? WHERE seq = 2`, payload, enc); err != nil {
+		if _, err := s.writes.ExecContext(ctx, `UPDATE events SET payload = ?, encoding = ? WHERE seq = 2`, payload, enc); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.ReadAfter(ctx, "s1", 0, 0); err == nil || !strings.Contains(err.Error(), "seq 2") {
@@ -169,16 +169,16 @@ func TestVersion8DatabaseGainsEventEncoding(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, q := range []string{`ALTER TABLE events DROP COLUMN encoding`, `DELETE FROM schema_migrations WHERE version >= 9`} {
-		if _, err := s.writer.ExecContext(ctx, q); err != nil {
+		if _, err := s.writes.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}
 	}
 	old := `{"sessionId":"s1","config":{"model":{"providerId":"openai","apiKind":"chat_completions","model":"m"}}}`
-	if _, err := s.writer.ExecContext(ctx, `INSERT INTO sessions (universe, session_id, head, status, has_unfinished, created_at_ms, updated_at_ms, lifecycle)
+	if _, err := s.writes.ExecContext(ctx, `INSERT INTO sessions (universe, session_id, head, status, has_unfinished, created_at_ms, updated_at_ms, lifecycle)
 		VALUES ('default', 's1', 1, 'idle', 0, 1, 1, '{"sessionId":"s1","head":1,"status":"idle"}')`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.writer.ExecContext(ctx, `INSERT INTO events (universe, session_id, seq, observed_at_ms, kind, version, joins, payload)
+	if _, err := s.writes.ExecContext(ctx, `INSERT INTO events (universe, session_id, seq, observed_at_ms, kind, version, joins, payload)
 		VALUES ('default', 's1', 1, 1, ?, 1, '["run:r"]', ?)`, core.KindSessionOpened, []byte(old)); err != nil {
 		t.Fatal(err)
 	}

@@ -140,7 +140,7 @@ func TestDamagedEventGroupsFailTheirRead(t *testing.T) {
 	}
 	set := func(seq int64, payload []byte, encoding string) {
 		t.Helper()
-		if _, err := s.writer.ExecContext(ctx, `UPDATE events SET payload = ?, encoding = ? WHERE seq = ?`, payload, encoding, seq); err != nil {
+		if _, err := s.writes.ExecContext(ctx, `UPDATE events SET payload = ?, encoding = ? WHERE seq = ?`, payload, encoding, seq); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -187,7 +187,7 @@ func TestDamagedEventGroupsFailTheirRead(t *testing.T) {
 	read("past the end of its group", 0, 4, false)
 	set(4, head4, eventEncodingGroup)
 	read("restored", 0, 0, true)
-	if _, err := s.writer.ExecContext(ctx, `DELETE FROM events WHERE seq = 1`); err != nil {
+	if _, err := s.writes.ExecContext(ctx, `DELETE FROM events WHERE seq = 1`); err != nil {
 		t.Fatal(err)
 	}
 	read("head deleted", 1, 2, false)

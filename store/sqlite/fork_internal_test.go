@@ -58,7 +58,7 @@ func TestVersion4DatabaseGainsLineage(t *testing.T) {
 	}
 	openedSession(t, s, "old", 3)
 	for _, q := range undoLineage {
-		if _, err := s.writer.ExecContext(ctx, q); err != nil {
+		if _, err := s.writes.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}
 	}

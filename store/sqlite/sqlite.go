@@ -45,17 +45,17 @@ type Store struct {
 	now      func() time.Time
 	objects  objstore.Store
 
-	// Writes go through a single connection so writers in this process queue
-	// in database/sql instead of spinning on SQLITE_BUSY; its transactions
-	// BEGIN IMMEDIATE so a writer in another process cannot interleave
-	// between a transaction's read and its write. Reads use a separate pool
-	// and, thanks to WAL, never wait for the writer.
+	// Writes go through a single connection (writes) so writers in this
+	// process queue for it instead of spinning on SQLITE_BUSY; its
+	// transactions BEGIN IMMEDIATE so a writer in another process cannot
+	// interleave between a transaction's read and its write. Reads use a
+	// separate pool and, thanks to WAL, never wait for the writer.
 	writer *sql.DB
 	reader *sql.DB
-	// The prepared statements of each pool, by SQL text (stmts.go). Run
-	// statements through these rather than the pools.
-	writes *stmtCache
-	reads  *stmtCache
+	writes *writeConn
+	// The prepared statements of the reader pool, by SQL text (stmts.go).
+	// Run reads through it rather than the pool.
+	reads *stmtCache
 
 	// testHookBeforeInsert runs between writing a large blob's object and
 	// inserting its row, so tests can lose that race on purpose.
@@ -135,8 +135,14 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Store, error) {
 		reader.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", dbPath, err)
 	}
+	writes, err := newWriteConn(ctx, writer)
+	if err != nil {
+		writer.Close()
+		reader.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", dbPath, err)
+	}
 	return &Store{universe: o.universe, now: o.now, objects: objects, writer: writer, reader: reader,
-		writes: newStmtCache(writer), reads: newStmtCache(reader)}, nil
+		writes: writes, reads: newStmtCache(reader)}, nil
 }
 
 // dsn builds a file: URI (so any path is escaped correctly) carrying the
@@ -157,15 +163,6 @@ func dsn(path string, write bool) string {
 	return u.String()
 }
 
-// begin starts a write transaction that runs to its end once begun, as its
-// statements do (see stmtTx).
-func (s *Store) begin(ctx context.Context) (*sql.Tx, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return s.writer.BeginTx(context.WithoutCancel(ctx), nil)
-}
-
 // Universe returns the universe this Store reads and writes.
 func (s *Store) Universe() string { return s.universe }
 
@@ -176,21 +173,8 @@ func (s *Store) Close() error {
 
 func (s *Store) nowMs() int64 { return s.now().UnixMilli() }
 
-// writeTx runs fn in one BEGIN IMMEDIATE transaction on the writer connection
-// and commits only if fn succeeds. The transaction's statements come from
-// the writer's cache.
+// writeTx runs fn in one BEGIN IMMEDIATE transaction on the writer
+// connection and commits only if fn succeeds (writeConn.transact).
 func (s *Store) writeTx(ctx context.Context, fn func(tx stmtTx) error) error {
-	tx, err := s.begin(ctx)
-	if err != nil {
-		return fmt.Errorf("sqlite: begin: %w", err)
-	}
-	defer s.writes.prepareWanted(ctx) // after the commit or rollback
-	if err := fn(s.writes.writeTx(tx)); err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sqlite: commit: %w", err)
-	}
-	return nil
+	return s.writes.transact(ctx, fn)
 }

@@ -20,10 +20,11 @@ const maxStmts = 128
 // resets it.
 //
 // A statement is prepared the first time it runs outside a transaction. A
-// transaction cannot prepare one on its pool (the writer's only connection
-// is the transaction's own: that would wait forever), so it runs a statement
-// not yet prepared as text and leaves the text in want; prepareWanted,
-// called once the transaction has ended, prepares it for the next one.
+// transaction does not prepare one on its pool (the pool may have no other
+// connection to prepare it on), so it runs a statement not yet prepared
+// as text and leaves the text in want; prepareWanted, called once the
+// transaction has ended, prepares it for the next one. (The writer's
+// connection keeps its own statements: writeConn.)
 //
 // Whenever no prepared statement is at hand (the cache closed or full, a
 // prepare failed), the SQL runs as text through the pool, as it always did,
@@ -140,10 +141,6 @@ func (c *stmtCache) prepareWanted(ctx context.Context) {
 // tx wraps a transaction of c.db so its statements come from c.
 func (c *stmtCache) tx(tx *sql.Tx) stmtTx { return stmtTx{Tx: tx, stmts: c} }
 
-// writeTx wraps a write transaction of c.db: as tx, and its statements run
-// to their end once started (see stmtTx.run).
-func (c *stmtCache) writeTx(tx *sql.Tx) stmtTx { return stmtTx{Tx: tx, stmts: c, whole: true} }
-
 // close closes every statement; later calls run their SQL as text, through
 // a pool that is closed too by then.
 func (c *stmtCache) close() error {
@@ -161,11 +158,14 @@ func (c *stmtCache) close() error {
 	return first
 }
 
-// stmtTx is a transaction whose statements come from its pool's cache:
-// Tx.StmtContext binds a prepared statement to the transaction's
-// connection, where it is already prepared (or is prepared once more, if the
-// pool replaced that connection). The bound statement closes with the
-// transaction; the prepared one stays in the cache.
+// stmtTx is a transaction whose statements are prepared once: a read
+// transaction of a pool (Tx, with the pool's cache), or the write
+// transaction of the writer's connection (w, see writeConn).
+//
+// In a read transaction, Tx.StmtContext binds a prepared statement to the
+// transaction's connection, where it is already prepared (or is prepared
+// once more, if the pool replaced that connection). The bound statement
+// closes with the transaction; the prepared one stays in the cache.
 //
 // A statement of the cache must not run again inside the transaction while
 // rows it returned are open: the two would share one SQLite statement.
@@ -173,86 +173,114 @@ func (c *stmtCache) close() error {
 type stmtTx struct {
 	*sql.Tx
 	stmts *stmtCache
-	// whole: each statement runs to its end once started. The driver
-	// watches a cancellable context with a goroutine of its own for every
-	// statement, which a write transaction (a dozen short statements on
-	// each append) pays for in scheduling; the caller's context is checked
-	// before each statement instead, and the transaction still rolls back
-	// when one fails.
-	whole bool
+	w     *writeConn
 }
 
-// run is the context a statement runs under, or the caller's error when
-// it is done already.
+// run is the context a write transaction's statement runs under, or the
+// caller's error when it is done already: each statement runs to its end
+// once started (the driver would watch a cancellable context with a
+// goroutine of its own for every statement).
 func (t stmtTx) run(ctx context.Context) (context.Context, error) {
-	if !t.whole {
-		return ctx, nil
-	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	return context.WithoutCancel(ctx), nil
 }
 
-// ExecContext is tx.ExecContext through the prepared statement.
+// ExecContext runs query in the transaction through its prepared statement.
 func (t stmtTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if t.w == nil {
+		if st := t.stmts.inTx(query); st != nil {
+			return t.Tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+		}
+		return t.Tx.ExecContext(ctx, query, args...)
+	}
 	ctx, err := t.run(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if st := t.stmts.inTx(query); st != nil {
-		return t.Tx.StmtContext(ctx, st).ExecContext(ctx, args...)
-	}
-	return t.Tx.ExecContext(ctx, query, args...)
+	return t.w.exec(ctx, query, args...)
 }
 
-// QueryContext is tx.QueryContext through the prepared statement.
+// QueryContext runs query in the transaction through its prepared
+// statement.
 func (t stmtTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if t.w == nil {
+		if st := t.stmts.inTx(query); st != nil {
+			return t.Tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+		}
+		return t.Tx.QueryContext(ctx, query, args...)
+	}
 	ctx, err := t.run(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if st := t.stmts.inTx(query); st != nil {
-		return t.Tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+	st, err := t.w.stmt(ctx, query)
+	switch {
+	case err != nil:
+		return nil, err
+	case st == nil:
+		return t.w.conn.QueryContext(ctx, query, args...)
 	}
-	return t.Tx.QueryContext(ctx, query, args...)
+	return st.QueryContext(ctx, args...)
 }
 
-// QueryRowContext is tx.QueryRowContext through the prepared statement.
+// QueryRowContext runs query in the transaction through its prepared
+// statement.
 func (t stmtTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if t.w == nil {
+		if st := t.stmts.inTx(query); st != nil {
+			return t.Tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+		}
+		return t.Tx.QueryRowContext(ctx, query, args...)
+	}
 	if c, err := t.run(ctx); err == nil {
 		ctx = c
 	} // else the done context fails the query, as it would have
-	if st := t.stmts.inTx(query); st != nil {
-		return t.Tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	if st, err := t.w.stmt(ctx, query); err == nil && st != nil {
+		return st.QueryRowContext(ctx, args...)
 	}
-	return t.Tx.QueryRowContext(ctx, query, args...)
+	// Past the cache's bound, or a statement that does not prepare: the
+	// text fails with the same error a *sql.Row cannot otherwise carry.
+	return t.w.conn.QueryRowContext(ctx, query, args...)
 }
 
-// PrepareContext is tx.PrepareContext, bound to the transaction, from the
-// prepared statement: for a statement run many times in one transaction.
+// PrepareContext returns the write transaction's prepared statement for
+// query: for a statement run many times in one transaction.
 func (t stmtTx) PrepareContext(ctx context.Context, query string) (txStmt, error) {
-	if st := t.stmts.inTx(query); st != nil {
-		return txStmt{st: t.Tx.StmtContext(ctx, st), tx: t}, nil
+	ctx, err := t.run(ctx)
+	if err != nil {
+		return txStmt{}, err
 	}
-	st, err := t.Tx.PrepareContext(ctx, query)
-	return txStmt{st: st, tx: t}, err
+	st, err := t.w.stmt(ctx, query)
+	switch {
+	case err != nil:
+		return txStmt{}, err
+	case st == nil:
+		st, err = t.w.conn.PrepareContext(ctx, query)
+		return txStmt{st: st, owned: true}, err
+	}
+	return txStmt{st: st}, nil
 }
 
-// txStmt is a statement bound to a stmtTx, run as its statements are.
+// txStmt is a statement of a write transaction, run as its statements are.
 type txStmt struct {
-	st *sql.Stmt
-	tx stmtTx
+	st    *sql.Stmt
+	owned bool // prepared for this transaction only, past the cache's bound
 }
 
 // ExecContext runs the statement once.
 func (s txStmt) ExecContext(ctx context.Context, args ...any) (sql.Result, error) {
-	ctx, err := s.tx.run(ctx)
-	if err != nil {
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return s.st.ExecContext(ctx, args...)
+	return s.st.ExecContext(context.WithoutCancel(ctx), args...)
 }
 
-// Close releases the statement's binding to the transaction.
-func (s txStmt) Close() error { return s.st.Close() }
+// Close releases the statement, unless the connection's cache keeps it.
+func (s txStmt) Close() error {
+	if !s.owned {
+		return nil
+	}
+	return s.st.Close()
+}

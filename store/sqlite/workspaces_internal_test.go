@@ -24,7 +24,7 @@ func TestWorkspaceHeadsAndSnapshotsHoldTheirManifests(t *testing.T) {
 		t.Fatal(err)
 	}
 	del := func(d content.Digest) error {
-		_, err := s.writer.ExecContext(ctx, `DELETE FROM blobs WHERE universe = ? AND digest = ?`, s.universe, d.String())
+		_, err := s.writes.ExecContext(ctx, `DELETE FROM blobs WHERE universe = ? AND digest = ?`, s.universe, d.String())
 		return err
 	}
 	if err := del(m1); err == nil {
@@ -92,7 +92,7 @@ func TestVersion2DatabaseGainsWorkspaces(t *testing.T) {
 	}
 	m := mustPut(t, s, []byte("manifest"))
 	for _, q := range append(undoLineage, []string{`DROP TABLE checkpoints`, `DROP TABLE snapshots`, `DROP TABLE workspaces`, `DELETE FROM schema_migrations WHERE version >= 3`}...) {
-		if _, err := s.writer.ExecContext(ctx, q); err != nil {
+		if _, err := s.writes.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}
 	}
