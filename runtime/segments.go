@@ -46,17 +46,19 @@ type storedSegments struct {
 // the list is stored again whole.
 func (x *Executor) putSegments(ctx context.Context, sessionID string, last *content.ContentRef, segs []core.CacheSegment) (storedSegments, error) {
 	out := storedSegments{keep: -1} // no last list to compare with
+	var whole wholeChunks           // what the list at last shares with the last one stored whole
 	if last != nil && x.Files != nil {
-		if prev, ok := x.lastList(ctx, sessionID, *last); ok {
+		if prev, known, ok := x.lastList(ctx, sessionID, *last); ok {
 			out.keep = core.SegmentsPrefix(prev.Segments, segs)
 			out.keptBytes = prev.Bytes - core.SegmentTotal(prev.Segments[out.keep:])
 			out.bytes = out.keptBytes + core.SegmentTotal(segs[out.keep:])
+			whole = known.within(out.keep)
 			if prev.Deltas < core.SegmentDeltaDepth && out.keep > 0 {
 				ref, err := x.putDelta(ctx, core.SegmentDelta{Base: *last, Keep: out.keep, Segments: segs[out.keep:]})
 				var missing *blob.MissingError
 				if err == nil {
 					out.ref = ref
-					x.rememberSegments(sessionID, ref, SegmentList{Segments: segs, Bytes: out.bytes, Deltas: prev.Deltas + 1})
+					x.rememberSegments(sessionID, storedList{ref: ref, list: SegmentList{Segments: segs, Bytes: out.bytes, Deltas: prev.Deltas + 1}, whole: whole})
 					return out, nil
 				} else if !errors.As(err, &missing) {
 					return out, err
@@ -67,42 +69,71 @@ func (x *Executor) putSegments(ctx context.Context, sessionID string, last *cont
 	if out.keep < 0 {
 		out.bytes = core.SegmentTotal(segs)
 	}
-	ref, err := x.putWhole(ctx, sessionID, segs)
+	ref, chunks, err := x.putWhole(ctx, sessionID, segs, whole)
 	if err == nil {
 		out.ref = ref
-		x.rememberSegments(sessionID, ref, SegmentList{Segments: segs, Bytes: out.bytes})
+		x.rememberSegments(sessionID, storedList{ref: ref, list: SegmentList{Segments: segs, Bytes: out.bytes},
+			whole: wholeChunks{chunks: chunks, shared: len(segs)}})
 	}
 	return out, err
 }
 
-// lastList returns the list stored at last: from x.Pieces when it holds
-// the session's list stored there, else read back from its blobs (after
-// a restart, or when another worker stored it). A list that cannot be
-// read (collected since) gives none, and the new list is stored whole.
-func (x *Executor) lastList(ctx context.Context, sessionID string, last content.ContentRef) (SegmentList, bool) {
-	v, _ := x.Pieces.Get(lastSegmentsKey(sessionID))
-	if l, ok := v.(storedList); ok && l.ref.Digest == last.Digest {
-		return l.list, true
-	}
-	l, err := ReadSegments(ctx, x.Blobs, last, nil)
-	return l, err == nil
+// wholeChunks is what a session's last stored segment list shares with
+// the last one it stored whole in chunks: those chunks, and how many
+// leading segments the two lists have in common. Chunks cut at fixed
+// positions, so a chunk that lies within the common segments is the same
+// chunk in both, and storing the list whole again takes its digest from
+// here instead of naming it by its segments (chunkKey): at 10,000 turns
+// that was 313 chunks of 64 segments hashed every SegmentDeltaDepth turns.
+type wholeChunks struct {
+	chunks []core.SegmentChunkRef
+	shared int
 }
 
-// putWhole stores a segment list without a delta.
-func (x *Executor) putWhole(ctx context.Context, sessionID string, segs []core.CacheSegment) (content.ContentRef, error) {
+// within is w for a list that begins with the first keep segments of the
+// one w describes.
+func (w wholeChunks) within(keep int) wholeChunks {
+	return wholeChunks{chunks: w.chunks, shared: min(w.shared, keep)}
+}
+
+// reusable is how many leading chunks of w lie within the common
+// segments.
+func (w wholeChunks) reusable() int {
+	return min(w.shared/core.SegmentChunk, len(w.chunks))
+}
+
+// lastList returns the list stored at last: from x.Pieces when it holds
+// the session's list stored there (with what it shares with the last
+// list stored whole), else read back from its blobs (after a restart, or
+// when another worker stored it). A list that cannot be read (collected
+// since) gives none, and the new list is stored whole.
+func (x *Executor) lastList(ctx context.Context, sessionID string, last content.ContentRef) (SegmentList, wholeChunks, bool) {
+	v, _ := x.Pieces.Get(lastSegmentsKey(sessionID))
+	if l, ok := v.(storedList); ok && l.ref.Digest == last.Digest {
+		return l.list, l.whole, true
+	}
+	l, err := ReadSegments(ctx, x.Blobs, last, nil)
+	return l, wholeChunks{}, err == nil
+}
+
+// putWhole stores a segment list without a delta, and returns its chunks
+// (none when it is stored in one blob). The leading chunks whole names
+// are taken as they are.
+func (x *Executor) putWhole(ctx context.Context, sessionID string, segs []core.CacheSegment, whole wholeChunks) (content.ContentRef, []core.SegmentChunkRef, error) {
 	if len(segs) <= core.SegmentChunk || x.Files == nil {
 		data, err := core.EncodeSegments(segs)
 		if err != nil {
-			return content.ContentRef{}, err
+			return content.ContentRef{}, nil, err
 		}
-		return blob.PutRef(ctx, x.Blobs, data, core.MediaRequestSegments, "")
+		ref, err := blob.PutRef(ctx, x.Blobs, data, core.MediaRequestSegments, "")
+		return ref, nil, err
 	}
-	ref, err := x.putChunked(ctx, sessionID, segs, true)
+	ref, chunks, err := x.putChunked(ctx, sessionID, segs, whole.chunks[:whole.reusable()], true)
 	var missing *blob.MissingError
 	if errors.As(err, &missing) {
-		ref, err = x.putChunked(ctx, sessionID, segs, false)
+		ref, chunks, err = x.putChunked(ctx, sessionID, segs, nil, false)
 	}
-	return ref, err
+	return ref, chunks, err
 }
 
 // putDelta stores a delta and its edge to its base.
@@ -121,10 +152,12 @@ func (x *Executor) putDelta(ctx context.Context, d core.SegmentDelta) (content.C
 	return ref, nil
 }
 
-// storedList is a session's last stored segment list and where it is.
+// storedList is a session's last stored segment list, where it is, and
+// what it shares with the last list stored whole.
 type storedList struct {
-	ref  content.ContentRef
-	list SegmentList
+	ref   content.ContentRef
+	list  SegmentList
+	whole wholeChunks
 }
 
 // segmentBytes approximates what a segment costs in memory.
@@ -134,33 +167,39 @@ func lastSegmentsKey(sessionID string) []byte {
 	return append([]byte("segment list\x00"), sessionID...)
 }
 
-func (x *Executor) rememberSegments(sessionID string, ref content.ContentRef, l SegmentList) {
-	x.Pieces.Put(lastSegmentsKey(sessionID), storedList{ref: ref, list: l}, int64(len(l.Segments))*segmentBytes)
+func (x *Executor) rememberSegments(sessionID string, l storedList) {
+	x.Pieces.Put(lastSegmentsKey(sessionID), l, int64(len(l.list.Segments))*segmentBytes+int64(len(l.whole.chunks))*int64(len(content.Digest{})+8))
 }
 
 // putChunked stores segs in chunks behind an index, or behind pages of
-// chunks when there are more than core.SegmentPage; with remembered, it
-// takes the digests of chunks and pages stored before from x.Pieces
-// instead of storing them (and recording their edges) again.
-func (x *Executor) putChunked(ctx context.Context, sessionID string, segs []core.CacheSegment, remembered bool) (content.ContentRef, error) {
-	var chunks []core.SegmentChunkRef
+// chunks when there are more than core.SegmentPage, and returns the
+// chunks. With remembered, it takes the digests of its first chunks from
+// known (the last list stored whole), and those of other chunks and pages
+// stored before from x.Pieces, instead of storing them (and recording
+// their edges) again; without, it stores every one.
+func (x *Executor) putChunked(ctx context.Context, sessionID string, segs []core.CacheSegment, known []core.SegmentChunkRef, remembered bool) (content.ContentRef, []core.SegmentChunkRef, error) {
+	if !remembered {
+		known = nil
+	}
+	chunks := slices.Clone(known)
 	var scratch []byte // chunkKey's, for every chunk in turn
-	for _, chunk := range core.ChunkSegments(segs) {
+	for _, chunk := range core.ChunkSegments(segs[len(known)*core.SegmentChunk:]) {
 		var key []byte
 		key, scratch = chunkKey(scratch[:0], sessionID, chunk)
 		d, ok := x.storedDigest(key, remembered)
 		if !ok {
 			data, err := core.EncodeSegments(chunk)
 			if err != nil {
-				return content.ContentRef{}, err
+				return content.ContentRef{}, nil, err
 			}
 			if d, err = x.Blobs.Put(ctx, data); err != nil {
-				return content.ContentRef{}, err
+				return content.ContentRef{}, nil, err
 			}
 			x.Pieces.Put(key, d, int64(len(d)))
 		}
 		chunks = append(chunks, core.SegmentChunkRef{Ref: d, Count: len(chunk)})
 	}
+	all := chunks
 	ix := core.SegmentIndex{Chunks: chunks}
 	if len(chunks) > core.SegmentPage {
 		ix = core.SegmentIndex{}
@@ -168,7 +207,7 @@ func (x *Executor) putChunked(ctx context.Context, sessionID string, segs []core
 			n := min(core.SegmentPage, len(chunks))
 			d, err := x.putPage(ctx, sessionID, chunks[:n], remembered)
 			if err != nil {
-				return content.ContentRef{}, err
+				return content.ContentRef{}, nil, err
 			}
 			ix.Pages = append(ix.Pages, core.SegmentChunkRef{Ref: d, Count: n})
 			chunks = chunks[n:]
@@ -176,16 +215,16 @@ func (x *Executor) putChunked(ctx context.Context, sessionID string, segs []core
 	}
 	data, err := json.Marshal(ix)
 	if err != nil {
-		return content.ContentRef{}, err
+		return content.ContentRef{}, nil, err
 	}
 	ref, err := blob.PutRef(ctx, x.Blobs, data, core.MediaRequestSegmentIndex, "")
 	if err != nil {
-		return content.ContentRef{}, err
+		return content.ContentRef{}, nil, err
 	}
 	if err := x.Files.PutEdges(ctx, ref.Digest, childRefs(append(ix.Chunks, ix.Pages...))); err != nil {
-		return content.ContentRef{}, err
+		return content.ContentRef{}, nil, err
 	}
-	return ref, nil
+	return ref, all, nil
 }
 
 // putPage stores a page of chunk refs with its edges to them, unless

@@ -182,6 +182,83 @@ func TestRepeatedSegmentChunksAreStoredOnce(t *testing.T) {
 	}
 }
 
+// Storing a list whole again takes the chunks it shares with the last
+// list stored whole from what the executor remembers of that list, and
+// stores exactly what an executor that remembers nothing stores, turn
+// after turn: through deltas whose tails change, and after a shared
+// chunk was collected (it is stored again).
+func TestWholeListsTakeTheChunksTheyShareWithTheLastWhole(t *testing.T) {
+	ctx := context.Background()
+	mem := blob.NewMemory()
+	files := store.NewMemory(mem)
+	x := &runtime.Executor{Blobs: mem, Files: files, Pieces: provider.NewPieces(1 << 20)}
+	plain := &runtime.Executor{Blobs: mem, Files: files}
+
+	segs := segments(150, "start")
+	var lastX, lastPlain *content.ContentRef
+	wholes := 0
+	for turn := range 3*(core.SegmentDeltaDepth+1) + 1 {
+		// Each turn changes the list's last segment and adds two; one
+		// also changes its sixth (an instruction edit, say).
+		segs = append(slices.Clone(segs[:len(segs)-1]), segments(3, fmt.Sprintf("turn %d", turn))...)
+		if turn == 2*(core.SegmentDeltaDepth+1)+10 {
+			segs[5] = segments(1, "edited")[0]
+		}
+		if turn == 2*(core.SegmentDeltaDepth+1) { // the third whole list: collect the first chunk first
+			ix, err := mem.Get(ctx, firstIndex(t, ctx, mem, lastX).Digest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			index, err := core.DecodeSegmentIndex(ix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := mem.DeleteIf(index.Chunks[0].Ref, func(time.Time) bool { return true }); !ok {
+				t.Fatal("could not delete the first chunk")
+			}
+		}
+		refX, err := runtime.PutSegments(x, ctx, lastX, segs)
+		if err != nil {
+			t.Fatalf("turn %d: %v", turn, err)
+		}
+		refPlain, err := runtime.PutSegments(plain, ctx, lastPlain, segs)
+		if err != nil {
+			t.Fatalf("turn %d, remembering nothing: %v", turn, err)
+		}
+		if refX != refPlain {
+			t.Fatalf("turn %d: stored as %v, and as %v remembering nothing", turn, refX, refPlain)
+		}
+		if refX.MediaType == core.MediaRequestSegmentIndex {
+			wholes++
+		}
+		got, err := readSegments(ctx, mem, refX)
+		if err != nil || !reflect.DeepEqual(got, segs) {
+			t.Fatalf("turn %d: read back %d segments, %v; want the %d stored", turn, len(got), err, len(segs))
+		}
+		lastX, lastPlain = &refX, &refPlain
+	}
+	if wholes != 4 {
+		t.Fatalf("%d lists stored whole, want 4 (the first, then one every %d turns)", wholes, core.SegmentDeltaDepth+1)
+	}
+}
+
+// firstIndex follows a stored list's deltas to the index they extend.
+func firstIndex(t *testing.T, ctx context.Context, blobs blob.Store, ref *content.ContentRef) content.ContentRef {
+	t.Helper()
+	for ref.MediaType == core.MediaRequestSegmentDelta {
+		data, err := blobs.Get(ctx, ref.Digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := core.DecodeSegmentDelta(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref = &d.Base
+	}
+	return *ref
+}
+
 // The next turn's list is stored as what it changes in the list of the
 // session's last request, with an edge to it, for up to
 // core.SegmentDeltaDepth turns; then whole again. An executor that
