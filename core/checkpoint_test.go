@@ -181,6 +181,42 @@ func TestCheckpoint_ChunkedCheckpointEncodesWhatChanged(t *testing.T) {
 	}
 }
 
+// An event applied to a run that had ended (the reducer takes a cancel
+// request for one) changes its record: the memo, which knows ended runs by
+// how they ended, encodes that run's chunk again, and the checkpoint is
+// the one without a memo.
+func TestCheckpoint_MemoSeesAnEndedRunChange(t *testing.T) {
+	h := newHarness(t, testConfig())
+	for i := range 40 {
+		h.mustAdmit(core.StartRun{AtMs: h.tick(), RunID: fmt.Sprintf("r%d", i), Input: input(fmt.Sprintf("question %d", i))})
+		h.answer(fmt.Sprintf("answer %d", i))
+		h.expectIdle()
+	}
+	parts, err := core.EncodeCheckpointParts(h.state(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := h.state()
+	ev := core.Event{Seq: st.Head + 1, ObservedAtMs: h.tick(), Kind: core.KindRunCancelRequested, Version: core.EventVersion, Payload: []byte(`{"runId":"r3"}`)}
+	if err := st.Apply(ev); err != nil {
+		t.Fatal(err)
+	}
+	if !st.Run("r3").CancelRequested {
+		t.Fatal("the cancel request did not reach the ended run")
+	}
+	got, err := core.EncodeCheckpointParts(st, parts.Memo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := core.EncodeCheckpointParts(st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Index, want.Index) {
+		t.Fatalf("the memo kept the run's old chunk:\n got %s\nwant %s", got.Index, want.Index)
+	}
+}
+
 // Checkpoints through the memo are byte for byte those without one over a
 // long session whose context grows in place, loses an entry in the middle
 // (a new array), has a keyed entry replaced, and grows past its array's

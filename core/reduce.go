@@ -195,6 +195,9 @@ func (s *State) applyRun(ev Event) error {
 	if r == nil {
 		return fmt.Errorf("unknown run %s", runID.RunID)
 	}
+	if r.ended() {
+		s.endedRunEdits++
+	}
 	switch ev.Kind {
 	case KindRunSteeringAccepted:
 		p, err := decode[RunSteeringAccepted](ev)

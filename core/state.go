@@ -28,11 +28,15 @@ type State struct {
 	instructions, runScoped, managed int
 	nextEntry                        int64
 
-	runs        map[string]*Run
-	runOrder    []string
-	Active      string   // id of the active run, "" if none
-	Queue       []string // queued run ids, FIFO
-	submissions map[string]string
+	runs     map[string]*Run
+	runOrder []string
+	// endedRunEdits counts the events applied to runs that had ended
+	// (none, as the reducer goes): while it stands, a checkpoint memo's
+	// ended runs are as it remembers them (EncodeCheckpointParts).
+	endedRunEdits uint64
+	Active        string   // id of the active run, "" if none
+	Queue         []string // queued run ids, FIFO
+	submissions   map[string]string
 
 	// Compaction is the pending standalone compaction, if any.
 	Compaction *PendingCompaction
