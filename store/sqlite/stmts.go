@@ -245,9 +245,13 @@ func (t stmtTx) QueryRowContext(ctx context.Context, query string, args ...any) 
 	return t.w.conn.QueryRowContext(ctx, query, args...)
 }
 
-// PrepareContext returns the write transaction's prepared statement for
-// query: for a statement run many times in one transaction.
+// PrepareContext returns the transaction's prepared statement for query:
+// for a statement run many times in one transaction.
 func (t stmtTx) PrepareContext(ctx context.Context, query string) (txStmt, error) {
+	if t.w == nil {
+		st, err := t.Tx.PrepareContext(ctx, query)
+		return txStmt{st: st, owned: true}, err
+	}
 	ctx, err := t.run(ctx)
 	if err != nil {
 		return txStmt{}, err
@@ -263,10 +267,11 @@ func (t stmtTx) PrepareContext(ctx context.Context, query string) (txStmt, error
 	return txStmt{st: st}, nil
 }
 
-// txStmt is a statement of a write transaction, run as its statements are.
+// txStmt is a statement of a transaction, run as a write transaction's
+// statements are.
 type txStmt struct {
 	st    *sql.Stmt
-	owned bool // prepared for this transaction only, past the cache's bound
+	owned bool // prepared for this transaction only (past the cache's bound, or a read transaction's)
 }
 
 // ExecContext runs the statement once.
