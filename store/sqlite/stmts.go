@@ -138,8 +138,9 @@ func (c *stmtCache) prepareWanted(ctx context.Context) {
 	}
 }
 
-// tx wraps a transaction of c.db so its statements come from c.
-func (c *stmtCache) tx(tx *sql.Tx) stmtTx { return stmtTx{Tx: tx, stmts: c} }
+// tx wraps a transaction of c.db (the reader's, today) so its statements
+// come from c.
+func (c *stmtCache) tx(tx *sql.Tx) poolTx { return poolTx{Tx: tx, stmts: c} }
 
 // close closes every statement; later calls run their SQL as text, through
 // a pool that is closed too by then.
@@ -158,11 +159,8 @@ func (c *stmtCache) close() error {
 	return first
 }
 
-// stmtTx is a transaction whose statements are prepared once: a read
-// transaction of a pool (Tx, with the pool's cache), or the write
-// transaction of the writer's connection (w, see writeConn).
-//
-// In a read transaction, Tx.StmtContext binds a prepared statement to the
+// poolTx is a transaction of a pool whose statements come from the pool's
+// cache: Tx.StmtContext binds a prepared statement to the
 // transaction's connection, where it is already prepared (or is prepared
 // once more, if the pool replaced that connection). The bound statement
 // closes with the transaction; the prepared one stays in the cache.
@@ -170,15 +168,42 @@ func (c *stmtCache) close() error {
 // A statement of the cache must not run again inside the transaction while
 // rows it returned are open: the two would share one SQLite statement.
 // Every caller here reads its rows to the end, or closes them, first.
-type stmtTx struct {
+type poolTx struct {
 	*sql.Tx
 	stmts *stmtCache
-	w     *writeConn
 }
 
-// run is the context a write transaction's statement runs under, or the
-// caller's error when it is done already: each statement runs to its end
-// once started (the driver would watch a cancellable context with a
+// ExecContext is tx.ExecContext through the prepared statement.
+func (t poolTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if st := t.stmts.inTx(query); st != nil {
+		return t.Tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	}
+	return t.Tx.ExecContext(ctx, query, args...)
+}
+
+// QueryContext is tx.QueryContext through the prepared statement.
+func (t poolTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st := t.stmts.inTx(query); st != nil {
+		return t.Tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+	}
+	return t.Tx.QueryContext(ctx, query, args...)
+}
+
+// QueryRowContext is tx.QueryRowContext through the prepared statement.
+func (t poolTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := t.stmts.inTx(query); st != nil {
+		return t.Tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	}
+	return t.Tx.QueryRowContext(ctx, query, args...)
+}
+
+// stmtTx is the write transaction on the writer's connection (writeConn):
+// its statements are the connection's prepared ones, and each runs to its
+// end once started (run).
+type stmtTx struct{ w *writeConn }
+
+// run is the context a statement runs under, or the caller's error when
+// it is done already (the driver would watch a cancellable context with a
 // goroutine of its own for every statement).
 func (t stmtTx) run(ctx context.Context) (context.Context, error) {
 	if err := ctx.Err(); err != nil {
@@ -187,14 +212,8 @@ func (t stmtTx) run(ctx context.Context) (context.Context, error) {
 	return context.WithoutCancel(ctx), nil
 }
 
-// ExecContext runs query in the transaction through its prepared statement.
+// ExecContext runs query in the transaction.
 func (t stmtTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if t.w == nil {
-		if st := t.stmts.inTx(query); st != nil {
-			return t.Tx.StmtContext(ctx, st).ExecContext(ctx, args...)
-		}
-		return t.Tx.ExecContext(ctx, query, args...)
-	}
 	ctx, err := t.run(ctx)
 	if err != nil {
 		return nil, err
@@ -202,56 +221,26 @@ func (t stmtTx) ExecContext(ctx context.Context, query string, args ...any) (sql
 	return t.w.exec(ctx, query, args...)
 }
 
-// QueryContext runs query in the transaction through its prepared
-// statement.
+// QueryContext runs query in the transaction.
 func (t stmtTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if t.w == nil {
-		if st := t.stmts.inTx(query); st != nil {
-			return t.Tx.StmtContext(ctx, st).QueryContext(ctx, args...)
-		}
-		return t.Tx.QueryContext(ctx, query, args...)
-	}
 	ctx, err := t.run(ctx)
 	if err != nil {
 		return nil, err
 	}
-	st, err := t.w.stmt(ctx, query)
-	switch {
-	case err != nil:
-		return nil, err
-	case st == nil:
-		return t.w.conn.QueryContext(ctx, query, args...)
-	}
-	return st.QueryContext(ctx, args...)
+	return t.w.query(ctx, query, args...)
 }
 
-// QueryRowContext runs query in the transaction through its prepared
-// statement.
+// QueryRowContext runs query in the transaction.
 func (t stmtTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if t.w == nil {
-		if st := t.stmts.inTx(query); st != nil {
-			return t.Tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
-		}
-		return t.Tx.QueryRowContext(ctx, query, args...)
-	}
 	if c, err := t.run(ctx); err == nil {
 		ctx = c
 	} // else the done context fails the query, as it would have
-	if st, err := t.w.stmt(ctx, query); err == nil && st != nil {
-		return st.QueryRowContext(ctx, args...)
-	}
-	// Past the cache's bound, or a statement that does not prepare: the
-	// text fails with the same error a *sql.Row cannot otherwise carry.
-	return t.w.conn.QueryRowContext(ctx, query, args...)
+	return t.w.queryRow(ctx, query, args...)
 }
 
 // PrepareContext returns the transaction's prepared statement for query:
 // for a statement run many times in one transaction.
 func (t stmtTx) PrepareContext(ctx context.Context, query string) (txStmt, error) {
-	if t.w == nil {
-		st, err := t.Tx.PrepareContext(ctx, query)
-		return txStmt{st: st, owned: true}, err
-	}
 	ctx, err := t.run(ctx)
 	if err != nil {
 		return txStmt{}, err
@@ -267,11 +256,11 @@ func (t stmtTx) PrepareContext(ctx context.Context, query string) (txStmt, error
 	return txStmt{st: st}, nil
 }
 
-// txStmt is a statement of a transaction, run as a write transaction's
-// statements are.
+// txStmt is a statement of the write transaction, run as its statements
+// are.
 type txStmt struct {
 	st    *sql.Stmt
-	owned bool // prepared for this transaction only (past the cache's bound, or a read transaction's)
+	owned bool // prepared for this transaction only, past the cache's bound
 }
 
 // ExecContext runs the statement once.

@@ -72,6 +72,28 @@ func (w *writeConn) exec(ctx context.Context, query string, args ...any) (sql.Re
 	return st.ExecContext(ctx, args...)
 }
 
+// query runs query for rows; call with mu held.
+func (w *writeConn) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	st, err := w.stmt(ctx, query)
+	switch {
+	case err != nil:
+		return nil, err
+	case st == nil:
+		return w.conn.QueryContext(ctx, query, args...)
+	}
+	return st.QueryContext(ctx, args...)
+}
+
+// queryRow runs query for one row; call with mu held. A statement that
+// does not prepare runs as text, which fails with the same error (a
+// *sql.Row cannot carry one otherwise).
+func (w *writeConn) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	if st, err := w.stmt(ctx, query); err == nil && st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return w.conn.QueryRowContext(ctx, query, args...)
+}
+
 // ExecContext runs one write statement outside a transaction.
 func (w *writeConn) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	if err := ctx.Err(); err != nil {
@@ -92,15 +114,10 @@ func (w *writeConn) scanRow(ctx context.Context, query string, args []any, dest 
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	ctx = context.WithoutCancel(ctx)
-	st, err := w.stmt(ctx, query)
-	switch {
-	case err != nil:
-		return err
-	case st == nil:
-		return w.conn.QueryRowContext(ctx, query, args...).Scan(dest...)
+	if w.closed {
+		return errWriterClosed
 	}
-	return st.QueryRowContext(ctx, args...).Scan(dest...)
+	return w.queryRow(context.WithoutCancel(ctx), query, args...).Scan(dest...)
 }
 
 // transact runs fn inside BEGIN IMMEDIATE … COMMIT, and rolls back when
