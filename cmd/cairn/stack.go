@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/cairn-agents/cairn/blob"
@@ -16,6 +17,7 @@ import (
 	"github.com/cairn-agents/cairn/provider/anthropic"
 	"github.com/cairn-agents/cairn/provider/chat"
 	"github.com/cairn-agents/cairn/provider/endpoint"
+	"github.com/cairn-agents/cairn/provider/httpx"
 	"github.com/cairn-agents/cairn/provider/responses"
 	"github.com/cairn-agents/cairn/provider/transcribe"
 	"github.com/cairn-agents/cairn/runtime"
@@ -27,9 +29,17 @@ import (
 // apiKinds are the API kinds this binary has adapters for.
 var apiKinds = []string{core.APIChatCompletions, core.APIOpenAIResponses, core.APIAnthropicMessages}
 
+// providerTransport is the transport of every provider call this process
+// makes, shared so that its connections are too.
+var providerTransport = sync.OnceValue(func() http.RoundTripper { return httpx.NewTransport() })
+
 // adapters returns one adapter per API kind; endpoints and keys are resolved
-// by resolver just before each provider call.
+// by resolver just before each provider call. A nil transport is
+// providerTransport.
 func adapters(resolver endpoint.Resolver, transport http.RoundTripper) map[string]provider.Adapter {
+	if transport == nil {
+		transport = providerTransport()
+	}
 	client := &http.Client{Transport: transport}
 	return map[string]provider.Adapter{
 		core.APIChatCompletions:   chat.New(resolver, client),
@@ -79,14 +89,18 @@ func startHost(ctx context.Context, log store.SessionLog, blobs blob.Store, file
 	if err != nil {
 		return nil, err
 	}
+	transport := o.transport
+	if transport == nil {
+		transport = providerTransport()
+	}
 	exec := &runtime.Executor{
 		// Requests are built from context entries whose bytes never change:
 		// the executor reads them through a bounded cache, not the store.
 		Blobs:       blob.Cached(blobs, executorCacheBytes),
-		Adapters:    adapters(o.resolver, o.transport),
+		Adapters:    adapters(o.resolver, transport),
 		Tools:       tools,
 		Files:       files,
-		Transcriber: transcribe.New(o.resolver, &http.Client{Transport: o.transport}),
+		Transcriber: transcribe.New(o.resolver, &http.Client{Transport: transport}),
 		Logger:      o.logger,
 		// A turn lowers only the entries no earlier turn lowered.
 		Pieces:   provider.NewPieces(runtime.DefaultPiecesBytes),

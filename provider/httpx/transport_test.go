@@ -1,0 +1,79 @@
+package httpx
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+
+	"github.com/cairn-agents/cairn/provider/endpoint"
+)
+
+// countingConn counts the writes made on a connection.
+type countingConn struct {
+	net.Conn
+	writes *atomic.Int64
+}
+
+func (c countingConn) Write(p []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(p)
+}
+
+// A body in parts of 3 MiB reaches the server unchanged in a handful of
+// writes: net/http alone makes one write per 32 KiB, 96 of them.
+func TestTransportWritesARequestBodyInBulk(t *testing.T) {
+	var got [sha256.Size]byte
+	var gotLen int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			t.Error(err)
+		}
+		got, gotLen = sha256.Sum256(body), len(body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{}`))
+	}))
+	defer srv.Close()
+
+	var writes atomic.Int64
+	var d net.Dialer
+	transport := bulkTransport(http.DefaultTransport.(*http.Transport).Clone(), func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return countingConn{Conn: c, writes: &writes}, nil
+	})
+	defer transport.CloseIdleConnections()
+
+	var parts net.Buffers
+	var whole []byte
+	for i := range 3 << 10 { // 3,072 parts of 1 KiB, each different
+		p := bytes.Repeat([]byte{byte('a' + i%26)}, 1<<10)
+		parts = append(parts, p)
+		whole = append(whole, p...)
+	}
+	_, err := Post(context.Background(), Call{
+		Client:   &http.Client{Transport: transport},
+		Endpoint: endpoint.Endpoint{BaseURL: srv.URL + "/v1"},
+		Path:     "/chat/completions",
+		Parts:    parts,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gotLen != len(whole) || got != sha256.Sum256(whole) {
+		t.Fatalf("the server read %d bytes, not the %d sent", gotLen, len(whole))
+	}
+	// The headers (and the first bytes of the body, which fill their
+	// buffer), then three writes of 1 MiB.
+	if n := writes.Load(); n > 5 {
+		t.Fatalf("%d writes for a body of %d bytes", n, len(whole))
+	}
+}
