@@ -173,7 +173,7 @@ func decodeWhole(data []byte) (*State, error) {
 		return nil, &CheckpointError{"not JSON: " + err.Error()}
 	}
 	if cp.Format != CheckpointFormat || cp.Version != CheckpointVersion {
-		return nil, &CheckpointError{fmt.Sprintf("format %q version %d, want %q version %d or %d", cp.Format, cp.Version, CheckpointFormat, CheckpointVersion, CheckpointChunkedVersion)}
+		return nil, &CheckpointError{fmt.Sprintf("format %q version %d, want %q version %d, %d or %d", cp.Format, cp.Version, CheckpointFormat, CheckpointVersion, CheckpointChunkedVersion, CheckpointNestedVersion)}
 	}
 	return cp.state()
 }

@@ -18,8 +18,12 @@ import (
 // holds them against collection.
 const (
 	CheckpointChunkedVersion = 2
-	checkpointEntriesFormat  = "cairn.reducer-state.entries"
-	checkpointRunsFormat     = "cairn.reducer-state.runs"
+	// CheckpointNestedVersion is a chunked checkpoint whose index names
+	// pages of pages (entryDepth, runDepth): a binary that reads only
+	// version 2 refuses it and replays the log instead.
+	CheckpointNestedVersion = 3
+	checkpointEntriesFormat = "cairn.reducer-state.entries"
+	checkpointRunsFormat    = "cairn.reducer-state.runs"
 )
 
 // Chunk boundaries are content-defined: a chunk ends after an item whose id
@@ -37,6 +41,13 @@ const (
 	pageMax     = 64
 )
 
+// checkpointTopMax is the most pages an index names for one list before
+// they are paged again, a level up. Every checkpoint writes its index's
+// edges anew: with pages of pages, a 10,000-turn chat's index names 4
+// pages instead of 53, and the pages a new checkpoint writes are one a
+// level. A variable so that tests can nest small states.
+var checkpointTopMax = pageSpread
+
 const checkpointPageFormat = "cairn.reducer-state.page"
 
 // checkpointIndex is the version 2 index: the state without its entries
@@ -49,6 +60,11 @@ type checkpointIndex struct {
 	RunPages    []CheckpointChunk `json:"runPages,omitempty"`
 	EntryChunks []CheckpointChunk `json:"entryChunks,omitempty"`
 	RunChunks   []CheckpointChunk `json:"runChunks,omitempty"`
+	// EntryDepth and RunDepth (version 3) are how many levels of pages
+	// of pages lie above the pages of chunks: 0, or absent, when the
+	// index names pages of chunks.
+	EntryDepth int `json:"entryDepth,omitempty"`
+	RunDepth   int `json:"runDepth,omitempty"`
 }
 
 // CheckpointChunk names one chunk (or page) of a chunked checkpoint and
@@ -175,9 +191,25 @@ func EncodeCheckpointParts(s *State, memo *CheckpointMemo) (CheckpointParts, err
 			}
 			next.pages[refs[0].Ref] = pageChunk{items: refs, ref: known.ref}
 			pages = append(pages, CheckpointChunk{Ref: known.ref, Count: len(refs)})
-			parts.Named = append(parts.Named, known.ref)
 		}
 		return pages, nil
+	}
+	// nested pages a list's chunks, then those pages, and so on while
+	// there are more than checkpointTopMax, and says how many levels it
+	// added above the pages of chunks. A level that would not shrink the
+	// list (every page cut after one item) ends it.
+	nested := func(chunks []CheckpointChunk) ([]CheckpointChunk, int, error) {
+		pages, err := paged(chunks)
+		depth := 0
+		for err == nil && len(pages) > checkpointTopMax {
+			var up []CheckpointChunk
+			if up, err = paged(pages); err == nil && len(up) < len(pages) {
+				pages, depth = up, depth+1
+				continue
+			}
+			break
+		}
+		return pages, depth, err
 	}
 	// A remembered chunk that ends at a boundary of its own and whose
 	// items are where they were (a State's entries and run order grow in
@@ -237,11 +269,17 @@ func EncodeCheckpointParts(s *State, memo *CheckpointMemo) (CheckpointParts, err
 		from = to
 	}
 	var err error
-	if ix.EntryPages, err = paged(entryChunks); err != nil {
+	if ix.EntryPages, ix.EntryDepth, err = nested(entryChunks); err != nil {
 		return CheckpointParts{}, err
 	}
-	if ix.RunPages, err = paged(runChunks); err != nil {
+	if ix.RunPages, ix.RunDepth, err = nested(runChunks); err != nil {
 		return CheckpointParts{}, err
+	}
+	if ix.EntryDepth > 0 || ix.RunDepth > 0 {
+		ix.Version = CheckpointNestedVersion
+	}
+	for _, c := range append(slices.Clone(ix.EntryPages), ix.RunPages...) {
+		parts.Named = append(parts.Named, c.Ref)
 	}
 	if parts.Index, err = content.MarshalCanonical(ix); err != nil {
 		return CheckpointParts{}, err
@@ -366,42 +404,61 @@ func CheckpointChunkRefs(data []byte) ([]content.Digest, error) {
 
 // CheckpointNeeds returns the blobs a checkpoint needs that have does not
 // hold yet: the ones its index names, then, once those pages are held, the
-// chunks they name. A reader fetches them until it needs none, then calls
-// DecodeCheckpointParts.
+// pages or chunks they name, a level at a time. A reader fetches them
+// until it needs none, then calls DecodeCheckpointParts.
 func CheckpointNeeds(data []byte, have map[content.Digest][]byte) ([]content.Digest, error) {
 	ix, err := decodeIndex(data)
 	if err != nil || ix == nil {
 		return nil, err
 	}
-	named, err := CheckpointChunkRefs(data)
-	if err != nil {
-		return nil, err
+	// Each list is walked down from what the index names; levels counts
+	// the levels of pages still above its chunks. Both lists go down
+	// together, entries first, so that a version 2 index asks for its
+	// pages, then for all its chunks, as it always has.
+	lists := []struct {
+		refs   []CheckpointChunk
+		levels int
+	}{{ix.EntryChunks, 0}, {ix.RunChunks, 0}}
+	if len(ix.EntryPages) > 0 {
+		lists[0].refs, lists[0].levels = ix.EntryPages, ix.EntryDepth+1
+	}
+	if len(ix.RunPages) > 0 {
+		lists[1].refs, lists[1].levels = ix.RunPages, ix.RunDepth+1
 	}
 	var need []content.Digest
-	for _, d := range named {
-		if _, ok := have[d]; !ok {
-			need = append(need, d)
-		}
-	}
-	if len(need) > 0 {
-		return need, nil
-	}
-	for _, pg := range append(slices.Clone(ix.EntryPages), ix.RunPages...) {
-		refs, err := decodeChunk[CheckpointChunk](have, pg, checkpointPageFormat)
-		if err != nil {
-			return nil, err
-		}
-		for _, c := range refs {
+	for _, l := range lists {
+		for _, c := range l.refs {
 			if _, ok := have[c.Ref]; !ok {
 				need = append(need, c.Ref)
 			}
 		}
 	}
+	for len(need) == 0 && (lists[0].levels > 0 || lists[1].levels > 0) {
+		for i := range lists {
+			if lists[i].levels == 0 {
+				continue
+			}
+			var down []CheckpointChunk
+			for _, pg := range lists[i].refs {
+				refs, err := decodeChunk[CheckpointChunk](have, pg, checkpointPageFormat)
+				if err != nil {
+					return nil, err
+				}
+				down = append(down, refs...)
+			}
+			for _, c := range down {
+				if _, ok := have[c.Ref]; !ok {
+					need = append(need, c.Ref)
+				}
+			}
+			lists[i].refs, lists[i].levels = down, lists[i].levels-1
+		}
+	}
 	return need, nil
 }
 
-// decodeIndex decodes a version 2 index; nil (and no error) for a blob of
-// another version, which DecodeCheckpoint judges.
+// decodeIndex decodes a version 2 or 3 index; nil (and no error) for a
+// blob of another version, which DecodeCheckpoint judges.
 func decodeIndex(data []byte) (*checkpointIndex, error) {
 	var head struct {
 		Format  string `json:"format"`
@@ -410,7 +467,7 @@ func decodeIndex(data []byte) (*checkpointIndex, error) {
 	if err := json.Unmarshal(data, &head); err != nil {
 		return nil, &CheckpointError{"not JSON: " + err.Error()}
 	}
-	if head.Format != CheckpointFormat || head.Version != CheckpointChunkedVersion {
+	if head.Format != CheckpointFormat || head.Version != CheckpointChunkedVersion && head.Version != CheckpointNestedVersion {
 		return nil, nil
 	}
 	var ix checkpointIndex
@@ -434,11 +491,11 @@ func DecodeCheckpointParts(data []byte, chunks map[content.Digest][]byte) (*Stat
 	}
 	cp := checkpoint{checkpointHead: ix.checkpointHead}
 	cp.Version = CheckpointVersion
-	entryChunks, err := unpage(chunks, ix.EntryPages, ix.EntryChunks)
+	entryChunks, err := unpage(chunks, ix.EntryPages, ix.EntryDepth, ix.EntryChunks)
 	if err != nil {
 		return nil, err
 	}
-	runChunks, err := unpage(chunks, ix.RunPages, ix.RunChunks)
+	runChunks, err := unpage(chunks, ix.RunPages, ix.RunDepth, ix.RunChunks)
 	if err != nil {
 		return nil, err
 	}
@@ -459,21 +516,25 @@ func DecodeCheckpointParts(data []byte, chunks map[content.Digest][]byte) (*Stat
 	return cp.state()
 }
 
-// unpage returns the chunks the pages name, in order; an index written
-// before pages gives its chunks (flat) itself.
-func unpage(blobs map[content.Digest][]byte, pages, flat []CheckpointChunk) ([]CheckpointChunk, error) {
+// unpage returns the chunks the pages name, in order, through depth more
+// levels of pages of pages; an index written before pages gives its chunks
+// (flat) itself.
+func unpage(blobs map[content.Digest][]byte, pages []CheckpointChunk, depth int, flat []CheckpointChunk) ([]CheckpointChunk, error) {
 	if len(pages) == 0 {
 		return flat, nil
 	}
-	var out []CheckpointChunk
-	for _, pg := range pages {
-		refs, err := decodeChunk[CheckpointChunk](blobs, pg, checkpointPageFormat)
-		if err != nil {
-			return nil, err
+	for range depth + 1 {
+		var out []CheckpointChunk
+		for _, pg := range pages {
+			refs, err := decodeChunk[CheckpointChunk](blobs, pg, checkpointPageFormat)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, refs...)
 		}
-		out = append(out, refs...)
+		pages = out
 	}
-	return out, nil
+	return pages, nil
 }
 
 func decodeChunk[T any](chunks map[content.Digest][]byte, c CheckpointChunk, format string) ([]T, error) {

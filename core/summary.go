@@ -36,7 +36,7 @@ func CheckpointSummary(data []byte) (Summary, error) {
 	if err := json.Unmarshal(data, &h); err != nil {
 		return Summary{}, &CheckpointError{Reason: "undecodable: " + err.Error()}
 	}
-	if h.Format != CheckpointFormat || (h.Version != CheckpointVersion && h.Version != CheckpointChunkedVersion) {
+	if h.Format != CheckpointFormat || (h.Version != CheckpointVersion && h.Version != CheckpointChunkedVersion && h.Version != CheckpointNestedVersion) {
 		return Summary{}, &CheckpointError{Reason: fmt.Sprintf("format %q version %d", h.Format, h.Version)}
 	}
 	return Summary{SessionID: h.SessionID, Parent: h.Parent, Opened: h.Opened, Closed: h.Closed, Config: h.Config,
