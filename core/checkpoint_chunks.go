@@ -8,14 +8,14 @@ import (
 	"github.com/cairn-agents/cairn/content"
 )
 
-// A chunked checkpoint (version 2) is what hosts store: a small index blob
-// plus content-addressed chunk blobs holding the context entries and the
-// run records. Entries never change under their id and an ended run never
+// A chunked checkpoint (version 2, or 3 when its pages nest) is what hosts
+// store: a small index blob plus content-addressed chunk blobs holding the
+// context entries and the run records. Entries never change under their id and an ended run never
 // changes again, so the chunks of a long session are the same blobs from
 // one checkpoint to the next: a new checkpoint encodes and stores its index
 // and the chunks that changed, and shares the rest with the one before.
-// The writer records edges from the index to its chunks, so the index
-// holds them against collection.
+// The writer records edges from the index to its pages, and from each page
+// to what it names, so the index holds them against collection.
 const (
 	CheckpointChunkedVersion = 2
 	// CheckpointNestedVersion is a chunked checkpoint whose index names
