@@ -10,10 +10,11 @@ import (
 
 // A chunked checkpoint (version 2, or 3 when its pages nest) is what hosts
 // store: a small index blob plus content-addressed chunk blobs holding the
-// context entries and the run records. Entries never change under their id and an ended run never
-// changes again, so the chunks of a long session are the same blobs from
-// one checkpoint to the next: a new checkpoint encodes and stores its index
-// and the chunks that changed, and shares the rest with the one before.
+// context entries and the run records. Entries never change under their id
+// and an ended run never changes again, so the chunks of a long session
+// are the same blobs from one checkpoint to the next: a new checkpoint
+// encodes and stores its index and the chunks that changed, and shares the
+// rest with the one before.
 // The writer records edges from the index to its pages, and from each page
 // to what it names, so the index holds them against collection.
 const (
@@ -43,15 +44,15 @@ const (
 
 // checkpointTopMax is the most pages an index names for one list before
 // they are paged again, a level up. Every checkpoint writes its index's
-// edges anew: with pages of pages, a 10,000-turn chat's index names 4
-// pages instead of 53, and the pages a new checkpoint writes are one a
-// level. A variable so that tests can nest small states.
+// edges anew: with pages of pages, a 10,000-turn chat's index names 11
+// pages for its two lists instead of 53, and a new checkpoint writes one
+// changed page a level. A variable so that tests can nest small states.
 var checkpointTopMax = pageSpread
 
 const checkpointPageFormat = "cairn.reducer-state.page"
 
-// checkpointIndex is the version 2 index: the state without its entries
-// and runs, which are in the chunks it names, in order.
+// checkpointIndex is the version 2 and 3 index: the state without its
+// entries and runs, which are in the chunks it names, in order.
 type checkpointIndex struct {
 	checkpointHead
 	// EntryPages and RunPages name pages of chunks. An index written
