@@ -3,7 +3,6 @@ package core_test
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"testing"
 
 	"github.com/cairn-agents/cairn/content"
@@ -17,14 +16,7 @@ import (
 func TestCheckpoint_NestedPagesKeepTheIndexSmall(t *testing.T) {
 	core.SetCheckpointTopMax(t, 2)
 	h := newHarness(t, testConfig())
-	turn := func(i int) {
-		h.mustAdmit(core.StartRun{AtMs: h.tick(), RunID: fmt.Sprintf("r%d", i), Input: input(fmt.Sprintf("question %d", i))})
-		h.answer(fmt.Sprintf("answer %d", i))
-		h.expectIdle()
-	}
-	for i := range 2000 {
-		turn(i)
-	}
+	chatTurns(h, 0, 2000)
 	first, err := core.EncodeCheckpointParts(h.state(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +37,7 @@ func TestCheckpoint_NestedPagesKeepTheIndexSmall(t *testing.T) {
 		t.Fatalf("Named holds %d refs; the index names %d", len(first.Named), len(ix.EntryPages)+len(ix.RunPages))
 	}
 
-	turn(2000)
+	chatTurns(h, 2000, 2001)
 	next, err := core.EncodeCheckpointParts(h.state(), first.Memo)
 	if err != nil {
 		t.Fatal(err)

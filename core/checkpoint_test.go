@@ -104,18 +104,20 @@ func TestCheckpoint_EndedRunsKeepOnlyWhatReadsNeed(t *testing.T) {
 	}
 }
 
-// A chunked checkpoint of a long session encodes only what changed since
-// the last one: one more run adds a few chunks, not a copy of the session.
-func TestCheckpoint_ChunkedCheckpointEncodesWhatChanged(t *testing.T) {
-	h := newHarness(t, testConfig())
-	turn := func(i int) {
+// chatTurns runs turns from to to-1 of a chat: a question, its answer.
+func chatTurns(h *harness, from, to int) {
+	for i := from; i < to; i++ {
 		h.mustAdmit(core.StartRun{AtMs: h.tick(), RunID: fmt.Sprintf("r%d", i), Input: input(fmt.Sprintf("question %d", i))})
 		h.answer(fmt.Sprintf("answer %d", i))
 		h.expectIdle()
 	}
-	for i := range 300 {
-		turn(i)
-	}
+}
+
+// A chunked checkpoint of a long session encodes only what changed since
+// the last one: one more run adds a few chunks, not a copy of the session.
+func TestCheckpoint_ChunkedCheckpointEncodesWhatChanged(t *testing.T) {
+	h := newHarness(t, testConfig())
+	chatTurns(h, 0, 300)
 	first, err := core.EncodeCheckpointParts(h.state(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +127,7 @@ func TestCheckpoint_ChunkedCheckpointEncodesWhatChanged(t *testing.T) {
 	if len(first.New) < 20 || len(first.Named) < 2 || len(first.Edges) != len(first.Named) {
 		t.Fatalf("a first checkpoint of 300 runs: %d blobs, %d pages named, %d with edges; want at least 20, 2, and edges for every page", len(first.New), len(first.Named), len(first.Edges))
 	}
-	turn(300)
+	chatTurns(h, 300, 301)
 	next, err := core.EncodeCheckpointParts(h.state(), first.Memo)
 	if err != nil {
 		t.Fatal(err)
