@@ -219,6 +219,23 @@ func TestCheckpoint_MemoSeesAnEndedRunChange(t *testing.T) {
 	}
 }
 
+// memoCheckpoint encodes st through memo and without one, and fails unless
+// the two indexes are the same bytes.
+func memoCheckpoint(t *testing.T, st *core.State, memo *core.CheckpointMemo) (parts, fresh core.CheckpointParts) {
+	t.Helper()
+	parts, err := core.EncodeCheckpointParts(st, memo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fresh, err = core.EncodeCheckpointParts(st, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(parts.Index, fresh.Index) {
+		t.Fatalf("at %d: the memo changed the checkpoint:\n got %s\nwant %s", st.Head, parts.Index, fresh.Index)
+	}
+	return parts, fresh
+}
+
 // Checkpoints through the memo are byte for byte those without one over a
 // long session whose context grows in place, loses an entry in the middle
 // (a new array), has a keyed entry replaced, and grows past its array's
@@ -229,17 +246,7 @@ func TestCheckpoint_MemoEqualsNoMemoAsTheContextGrowsAndChanges(t *testing.T) {
 	var memo *core.CheckpointMemo
 	checkpoint := func(at int) {
 		t.Helper()
-		parts, err := core.EncodeCheckpointParts(h.state(), memo)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fresh, err := core.EncodeCheckpointParts(h.state(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(parts.Index, fresh.Index) {
-			t.Fatalf("turn %d: the memo changed the checkpoint:\n got %s\nwant %s", at, parts.Index, fresh.Index)
-		}
+		parts, fresh := memoCheckpoint(t, h.state(), memo)
 		all := map[content.Digest]bool{}
 		for _, b := range fresh.New {
 			all[b.Digest] = true
