@@ -126,8 +126,12 @@ func TestSessionFork_RunInTheForkLeavesTheSourceAlone(t *testing.T) {
 		t.Fatalf("fork of a fork: source %+v", gs)
 	}
 	e.model.setHold(true)
+	// The call's number is taken before the run starts: taken after, it
+	// may be an earlier call's, and the steer and the unhold below would
+	// then come before this call is held.
+	next := e.model.calls()
 	r := e.start(t, grand.SessionID, "six")
-	e.model.waitArrived(t, e.model.calls()-1)
+	e.model.waitArrived(t, next)
 	if _, err := e.c.Steer(bg, api.SteerParams{SessionID: grand.SessionID, Input: textInput("and seven")}); err != nil {
 		t.Fatalf("steering the fork of a fork: %v", err)
 	}

@@ -69,11 +69,12 @@ func TestSessionUpdateChangesTheNextRunsConfiguration(t *testing.T) {
 	}
 
 	e.model.setHold(true)
+	next := e.model.calls() // the held call's number, taken before it can start
 	held, err := e.c.StartRun(bg, api.RunStartParams{SessionID: sid, Input: []api.InputPart{{Type: "text", Text: "wait"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.model.waitArrived(t, e.model.calls()-1)
+	e.model.waitArrived(t, next)
 	// During a run the change waits for it to end.
 	busy, err := e.c.UpdateSession(bg, api.SessionUpdateParams{SessionID: sid, Model: &core.ModelSelection{ProviderID: "fake", Model: "fake-3"}})
 	if err != nil || !busy.Pending || busy.ConfigRevision != 3 {
