@@ -202,10 +202,11 @@ func (t poolTx) QueryRowContext(ctx context.Context, query string, args ...any) 
 // end once started (run).
 type stmtTx struct{ w *writeConn }
 
-// run is the context a statement runs under, or the caller's error when
-// it is done already (the driver would watch a cancellable context with a
-// goroutine of its own for every statement).
-func (t stmtTx) run(ctx context.Context) (context.Context, error) {
+// whole is the context a write transaction's statement runs under, to its
+// end once started, or the caller's error when it is done already (the
+// driver would watch a cancellable context with a goroutine of its own for
+// every statement).
+func whole(ctx context.Context) (context.Context, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -214,7 +215,7 @@ func (t stmtTx) run(ctx context.Context) (context.Context, error) {
 
 // ExecContext runs query in the transaction.
 func (t stmtTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	ctx, err := t.run(ctx)
+	ctx, err := whole(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -223,7 +224,7 @@ func (t stmtTx) ExecContext(ctx context.Context, query string, args ...any) (sql
 
 // QueryContext runs query in the transaction.
 func (t stmtTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	ctx, err := t.run(ctx)
+	ctx, err := whole(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +233,7 @@ func (t stmtTx) QueryContext(ctx context.Context, query string, args ...any) (*s
 
 // QueryRowContext runs query in the transaction.
 func (t stmtTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if c, err := t.run(ctx); err == nil {
+	if c, err := whole(ctx); err == nil {
 		ctx = c
 	} // else the done context fails the query, as it would have
 	return t.w.queryRow(ctx, query, args...)
@@ -241,7 +242,7 @@ func (t stmtTx) QueryRowContext(ctx context.Context, query string, args ...any) 
 // PrepareContext returns the transaction's prepared statement for query:
 // for a statement run many times in one transaction.
 func (t stmtTx) PrepareContext(ctx context.Context, query string) (txStmt, error) {
-	ctx, err := t.run(ctx)
+	ctx, err := whole(ctx)
 	if err != nil {
 		return txStmt{}, err
 	}
@@ -265,10 +266,11 @@ type txStmt struct {
 
 // ExecContext runs the statement once.
 func (s txStmt) ExecContext(ctx context.Context, args ...any) (sql.Result, error) {
-	if err := ctx.Err(); err != nil {
+	ctx, err := whole(ctx)
+	if err != nil {
 		return nil, err
 	}
-	return s.st.ExecContext(context.WithoutCancel(ctx), args...)
+	return s.st.ExecContext(ctx, args...)
 }
 
 // Close releases the statement, unless the connection's cache keeps it.

@@ -18,7 +18,7 @@ import (
 // dozen goroutines started, and as many idle threads woken, a turn.
 // Statements prepared on the connection and run under a context that
 // cannot be cancelled start none. The caller's context is checked before
-// each statement instead (stmtTx.run), and a transaction still rolls back
+// each statement instead (whole), and a transaction still rolls back
 // when one fails.
 type writeConn struct {
 	mu     sync.Mutex // held through a transaction, or one statement outside one
@@ -96,12 +96,13 @@ func (w *writeConn) queryRow(ctx context.Context, query string, args ...any) *sq
 
 // ExecContext runs one write statement outside a transaction.
 func (w *writeConn) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if err := ctx.Err(); err != nil {
+	quiet, err := whole(ctx)
+	if err != nil {
 		return nil, err
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.exec(context.WithoutCancel(ctx), query, args...)
+	return w.exec(quiet, query, args...)
 }
 
 // scanRow runs one write statement that returns a row (RETURNING)
@@ -109,7 +110,8 @@ func (w *writeConn) ExecContext(ctx context.Context, query string, args ...any) 
 // may use the connection: until its rows are closed, the statement holds
 // the connection's implicit transaction open.
 func (w *writeConn) scanRow(ctx context.Context, query string, args []any, dest ...any) error {
-	if err := ctx.Err(); err != nil {
+	quiet, err := whole(ctx)
+	if err != nil {
 		return err
 	}
 	w.mu.Lock()
@@ -117,7 +119,7 @@ func (w *writeConn) scanRow(ctx context.Context, query string, args []any, dest 
 	if w.closed {
 		return errWriterClosed
 	}
-	return w.queryRow(context.WithoutCancel(ctx), query, args...).Scan(dest...)
+	return w.queryRow(quiet, query, args...).Scan(dest...)
 }
 
 // transact runs fn inside BEGIN IMMEDIATE … COMMIT, and rolls back when
@@ -125,12 +127,12 @@ func (w *writeConn) scanRow(ctx context.Context, query string, args []any, dest 
 // runs to its end: fn's statements check the caller's context (stmtTx),
 // the transaction's own do not.
 func (w *writeConn) transact(ctx context.Context, fn func(tx stmtTx) error) (err error) {
-	if err := ctx.Err(); err != nil {
+	quiet, err := whole(ctx)
+	if err != nil {
 		return fmt.Errorf("sqlite: begin: %w", err)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	quiet := context.WithoutCancel(ctx)
 	if _, err := w.exec(quiet, "BEGIN IMMEDIATE"); err != nil {
 		return fmt.Errorf("sqlite: begin: %w", err)
 	}
