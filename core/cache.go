@@ -161,23 +161,39 @@ func DecodeSegments(data []byte) ([]CacheSegment, error) {
 // writer records edges from the index to its pages and from a new page to
 // its chunks, so a turn records edges for its changed page alone, not for
 // every chunk of a session that has grown long.
+//
+// A list of more than SegmentPage pages names pages of pages, as many
+// levels as it takes for the index to name at most SegmentPage:
+// {"pages":[…],"depth":d}, where each page named is a page of depth d-1,
+// and a page without depth names chunks. A turn then stores, and records
+// edges for, one changed page a level, however long the session. (Lists
+// stored before pages nested name any number of pages at depth 0; they
+// read as they are.)
 const MediaRequestSegmentIndex = "application/vnd.cairn.request-segment-index+json"
 
 // SegmentChunk is the number of segments per chunk (about 6 KB of JSON).
 const SegmentChunk = 64
 
-// SegmentPage is the number of chunks per page of a paged index.
+// SegmentPage is the number of chunks per page of a paged index, and of
+// pages per page of pages.
 const SegmentPage = 16
 
+// SegmentMaxDepth bounds the depth of a page of pages: SegmentPage to the
+// power of the levels, times SegmentChunk, is more segments than any
+// request holds, and a read of damaged data nests no deeper.
+const SegmentMaxDepth = 8
+
 // SegmentIndex lists a chunked segment list's chunks in order, or its
-// pages of chunks.
+// pages: pages of chunks at depth 0, pages of pages of depth Depth-1
+// above it.
 type SegmentIndex struct {
 	Chunks []SegmentChunkRef `json:"chunks,omitempty"`
 	Pages  []SegmentChunkRef `json:"pages,omitempty"`
+	Depth  int               `json:"depth,omitempty"`
 }
 
 // SegmentChunkRef is one chunk and the number of segments it holds, or
-// one page and the number of chunks it holds.
+// one page and the number of refs it holds.
 type SegmentChunkRef struct {
 	Ref   content.Digest `json:"ref"`
 	Count int            `json:"count"`
@@ -210,8 +226,11 @@ func DecodeSegmentIndex(data []byte) (SegmentIndex, error) {
 	}
 	for i, p := range ix.Pages {
 		if p.Ref.IsZero() || p.Count <= 0 || p.Count > SegmentPage {
-			return SegmentIndex{}, fmt.Errorf("segment index: page %d is not a ref with 1 to %d chunks", i, SegmentPage)
+			return SegmentIndex{}, fmt.Errorf("segment index: page %d is not a ref with 1 to %d refs", i, SegmentPage)
 		}
+	}
+	if ix.Depth < 0 || ix.Depth > SegmentMaxDepth || ix.Depth > 0 && len(ix.Chunks) > 0 {
+		return SegmentIndex{}, fmt.Errorf("segment index: depth %d is not 0 to %d, or names chunks", ix.Depth, SegmentMaxDepth)
 	}
 	return ix, nil
 }

@@ -108,20 +108,9 @@ func readChunked(ctx context.Context, blobs BlobGetter, data []byte) ([]core.Cac
 	if err != nil {
 		return nil, err
 	}
-	chunks := ix.Chunks
-	for i, p := range ix.Pages {
-		data, err := blobs.Get(ctx, p.Ref)
-		if err != nil {
-			return nil, fmt.Errorf("segment page %d: %w", i, err)
-		}
-		page, err := core.DecodeSegmentIndex(data)
-		if err != nil {
-			return nil, fmt.Errorf("segment page %d: %w", i, err)
-		}
-		if len(page.Chunks) != p.Count {
-			return nil, fmt.Errorf("segment page %d holds %d chunks, its index says %d", i, len(page.Chunks), p.Count)
-		}
-		chunks = append(chunks, page.Chunks...)
+	chunks, err := chunksOf(ctx, blobs, ix, nil)
+	if err != nil {
+		return nil, err
 	}
 	total := 0
 	for _, c := range chunks {
@@ -136,6 +125,34 @@ func readChunked(ctx context.Context, blobs BlobGetter, data []byte) ([]core.Cac
 		segs = append(segs, chunk...)
 	}
 	return segs, nil
+}
+
+// chunksOf appends the chunks an index or a page names to chunks, reading
+// its pages, and theirs, a level at a time.
+func chunksOf(ctx context.Context, blobs BlobGetter, ix core.SegmentIndex, chunks []core.SegmentChunkRef) ([]core.SegmentChunkRef, error) {
+	chunks = append(chunks, ix.Chunks...)
+	for i, p := range ix.Pages {
+		data, err := blobs.Get(ctx, p.Ref)
+		if err != nil {
+			return nil, fmt.Errorf("segment page %d at depth %d: %w", i, ix.Depth, err)
+		}
+		page, err := core.DecodeSegmentIndex(data)
+		if err != nil {
+			return nil, fmt.Errorf("segment page %d at depth %d: %w", i, ix.Depth, err)
+		}
+		// A page of depth 0 names chunks; one above it, pages a level down.
+		names, want := len(page.Chunks), "chunks"
+		if ix.Depth > 0 {
+			names, want = len(page.Pages), fmt.Sprintf("pages of depth %d", ix.Depth-1)
+		}
+		if names != p.Count || ix.Depth > 0 && page.Depth != ix.Depth-1 {
+			return nil, fmt.Errorf("segment page %d at depth %d does not hold the %d %s its index says", i, ix.Depth, p.Count, want)
+		}
+		if chunks, err = chunksOf(ctx, blobs, page, chunks); err != nil {
+			return nil, err
+		}
+	}
+	return chunks, nil
 }
 
 // readChunk returns the segments of a chunk, decoded once while

@@ -172,7 +172,8 @@ func (x *Executor) rememberSegments(sessionID string, l storedList) {
 }
 
 // putChunked stores segs in chunks behind an index, or behind pages of
-// chunks when there are more than core.SegmentPage, and returns the
+// chunks when there are more than core.SegmentPage, and pages of those
+// pages while a level has more than core.SegmentPage, and returns the
 // chunks. With remembered, it takes the digests of its first chunks from
 // known (the last list stored whole), and those of other chunks and pages
 // stored before from x.Pieces, instead of storing them (and recording
@@ -199,21 +200,23 @@ func (x *Executor) putChunked(ctx context.Context, sessionID string, segs []core
 		}
 		chunks = append(chunks, core.SegmentChunkRef{Ref: d, Count: len(chunk)})
 	}
-	all := chunks
-	ix := core.SegmentIndex{Chunks: chunks}
-	if len(chunks) > core.SegmentPage {
-		ix = core.SegmentIndex{}
-		for len(chunks) > 0 {
-			n := min(core.SegmentPage, len(chunks))
-			d, err := x.putPage(ctx, sessionID, chunks[:n], remembered)
+	// Each level cuts the one below into pages at fixed positions, so
+	// only the last page of a level changes as the list grows.
+	refs, depth := chunks, -1 // refs are chunks, then pages of depth
+	for len(refs) > core.SegmentPage {
+		var pages []core.SegmentChunkRef
+		for rest := refs; len(rest) > 0; {
+			n := min(core.SegmentPage, len(rest))
+			d, err := x.putPage(ctx, sessionID, segmentNode(rest[:n], depth), remembered)
 			if err != nil {
 				return content.ContentRef{}, nil, err
 			}
-			ix.Pages = append(ix.Pages, core.SegmentChunkRef{Ref: d, Count: n})
-			chunks = chunks[n:]
+			pages = append(pages, core.SegmentChunkRef{Ref: d, Count: n})
+			rest = rest[n:]
 		}
+		refs, depth = pages, depth+1
 	}
-	data, err := json.Marshal(ix)
+	data, err := json.Marshal(segmentNode(refs, depth))
 	if err != nil {
 		return content.ContentRef{}, nil, err
 	}
@@ -221,24 +224,38 @@ func (x *Executor) putChunked(ctx context.Context, sessionID string, segs []core
 	if err != nil {
 		return content.ContentRef{}, nil, err
 	}
-	if err := x.Files.PutEdges(ctx, ref.Digest, childRefs(append(ix.Chunks, ix.Pages...))); err != nil {
+	if err := x.Files.PutEdges(ctx, ref.Digest, childRefs(refs)); err != nil {
 		return content.ContentRef{}, nil, err
 	}
-	return ref, all, nil
+	return ref, chunks, nil
 }
 
-// putPage stores a page of chunk refs with its edges to them, unless
+// segmentNode is an index or a page naming refs: chunks when depth is -1,
+// else pages of that depth.
+func segmentNode(refs []core.SegmentChunkRef, depth int) core.SegmentIndex {
+	if depth < 0 {
+		return core.SegmentIndex{Chunks: refs}
+	}
+	return core.SegmentIndex{Pages: refs, Depth: depth}
+}
+
+// putPage stores a page with its edges to the refs it names, unless
 // x.Pieces remembers storing it (and remembered allows that).
-func (x *Executor) putPage(ctx context.Context, sessionID string, chunks []core.SegmentChunkRef, remembered bool) (content.Digest, error) {
+func (x *Executor) putPage(ctx context.Context, sessionID string, page core.SegmentIndex, remembered bool) (content.Digest, error) {
+	refs, kind := page.Chunks, byte('c')
+	if len(page.Pages) > 0 {
+		refs, kind = page.Pages, 'p'
+	}
 	key := append([]byte("segment page\x00"), sessionID...)
-	for _, c := range chunks {
+	key = binary.AppendUvarint(append(key, 0, kind), uint64(page.Depth))
+	for _, c := range refs {
 		key = append(key, c.Ref[:]...)
 		key = binary.AppendUvarint(key, uint64(c.Count))
 	}
 	if d, ok := x.storedDigest(key, remembered); ok {
 		return d, nil
 	}
-	data, err := json.Marshal(core.SegmentIndex{Chunks: chunks})
+	data, err := json.Marshal(page)
 	if err != nil {
 		return content.Digest{}, err
 	}
@@ -246,7 +263,7 @@ func (x *Executor) putPage(ctx context.Context, sessionID string, chunks []core.
 	if err != nil {
 		return content.Digest{}, err
 	}
-	if err := x.Files.PutEdges(ctx, d, childRefs(chunks)); err != nil {
+	if err := x.Files.PutEdges(ctx, d, childRefs(refs)); err != nil {
 		return content.Digest{}, err
 	}
 	x.Pieces.Put(key, d, int64(len(key)+len(d)))

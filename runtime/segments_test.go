@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
@@ -418,6 +419,101 @@ func TestVeryLongSegmentListsArePaged(t *testing.T) {
 	if got, err := readSegments(ctx, mem, ref2); err != nil || !reflect.DeepEqual(got, next) {
 		t.Fatalf("read back %d segments, %v; want the %d stored", len(got), err, len(next))
 	}
+}
+
+// A list of more than core.SegmentPage pages is stored behind pages of
+// pages: its index names at most core.SegmentPage, each page of pages its
+// pages, each with edges to exactly those. The next turn stores one
+// changed page a level and records edges for those alone; an executor
+// that remembers nothing stores the same index; every list reads back as
+// stored, and a page that says another depth than its index does not.
+func TestSegmentPagesNestWhileALevelHasMoreThanAPage(t *testing.T) {
+	ctx := context.Background()
+	mem := blob.NewMemory()
+	files := store.NewMemory(mem)
+	counted := &countingBlobs{Store: mem}
+	edges := &countingEdges{Memory: files}
+	x := &runtime.Executor{Blobs: counted, Files: edges, Pieces: provider.NewPieces(8 << 20)}
+
+	// 257 chunks: 17 pages of chunks, in 2 pages of 16 and 1 pages.
+	n := core.SegmentPage*core.SegmentPage*core.SegmentChunk + 10
+	first := segments(n, "turn")
+	ref, err := runtime.PutSegments(x, ctx, nil, first)
+	if err != nil || ref.MediaType != core.MediaRequestSegmentIndex {
+		t.Fatalf("stored as %v, %v; want an index", ref, err)
+	}
+	index := decodeIndex(t, mem, ref.Digest)
+	if index.Depth != 1 || len(index.Pages) != 2 || index.Pages[0].Count != core.SegmentPage || index.Pages[1].Count != 1 {
+		t.Fatalf("index %+v; want depth 1 and 2 pages of 16 and 1 pages", index)
+	}
+	upper := decodeIndex(t, mem, index.Pages[0].Ref)
+	if upper.Depth != 0 || len(upper.Pages) != core.SegmentPage || len(upper.Chunks) != 0 {
+		t.Fatalf("first page of pages %+v; want depth 0 and 16 pages", upper)
+	}
+	lower := decodeIndex(t, mem, upper.Pages[0].Ref)
+	if len(lower.Chunks) != core.SegmentPage || len(lower.Pages) != 0 {
+		t.Fatalf("first page %+v; want 16 chunks", lower)
+	}
+	for _, parent := range []content.Digest{ref.Digest, index.Pages[0].Ref, upper.Pages[0].Ref} {
+		data, err := mem.Get(ctx, parent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := content.ExtractRefs(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kids, err := files.Children(ctx, parent); err != nil || !slices.Equal(kids, want) {
+			t.Fatalf("%s has edges %v, %v; want exactly its refs %v", parent, kids, err, want)
+		}
+	}
+	if got, err := readSegments(ctx, mem, ref); err != nil || !reflect.DeepEqual(got, first) {
+		t.Fatalf("read back %d segments, %v; want the %d stored", len(got), err, n)
+	}
+
+	next := append(slices.Clone(first), segments(20, "next")...)
+	counted.puts, edges.recorded = 0, 0
+	ref2, err := runtime.PutSegments(x, ctx, nil, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counted.puts != 4 || edges.recorded != 2+1+1 {
+		t.Fatalf("the next turn stored %d blobs and recorded %d edges; want 4 (its last chunk, that chunk's page, that page's page and its index) and 4 (index to pages, one to each changed page)",
+			counted.puts, edges.recorded)
+	}
+	if want, err := runtime.PutSegments(&runtime.Executor{Blobs: mem, Files: files}, ctx, nil, next); err != nil || want != ref2 {
+		t.Fatalf("stored as %v, and as %v (%v) by an executor that remembers nothing", ref2, want, err)
+	}
+	if got, err := readSegments(ctx, mem, ref2); err != nil || !reflect.DeepEqual(got, next) {
+		t.Fatalf("read back %d segments, %v; want the %d stored", len(got), err, len(next))
+	}
+
+	// An index that claims one level more than its pages hold is refused.
+	wrong, err := json.Marshal(core.SegmentIndex{Pages: index.Pages, Depth: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, err := blob.PutRef(ctx, mem, wrong, core.MediaRequestSegmentIndex, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readSegments(ctx, mem, bad); err == nil {
+		t.Fatal("an index of depth 2 over pages of depth 0 was read")
+	}
+}
+
+// decodeIndex reads the stored index or page at d.
+func decodeIndex(t *testing.T, blobs blob.Store, d content.Digest) core.SegmentIndex {
+	t.Helper()
+	data, err := blobs.Get(context.Background(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, err := core.DecodeSegmentIndex(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ix
 }
 
 // countingEdges counts the edges recorded through it.
