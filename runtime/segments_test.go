@@ -378,30 +378,12 @@ func TestVeryLongSegmentListsArePaged(t *testing.T) {
 	if err != nil || ref.MediaType != core.MediaRequestSegmentIndex {
 		t.Fatalf("stored as %v, %v; want an index", ref, err)
 	}
-	data, err := mem.Get(ctx, ref.Digest)
-	if err != nil {
-		t.Fatal(err)
+	ix := decodeIndex(t, mem, ref.Digest)
+	if len(ix.Chunks) != 0 || len(ix.Pages) != 3 || ix.Pages[0].Count != core.SegmentPage || ix.Pages[2].Count != 1 || ix.Depth != 0 {
+		t.Fatalf("index %+v; want 3 pages of 16, 16 and 1 chunks", ix)
 	}
-	ix, err := core.DecodeSegmentIndex(data)
-	if err != nil || len(ix.Chunks) != 0 || len(ix.Pages) != 3 || ix.Pages[0].Count != core.SegmentPage || ix.Pages[2].Count != 1 {
-		t.Fatalf("index %+v, %v; want 3 pages of 16, 16 and 1 chunks", ix, err)
-	}
-	for _, parent := range append([]content.Digest{ref.Digest}, ix.Pages[0].Ref) {
-		data, err := mem.Get(ctx, parent)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := content.ExtractRefs(data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if kids, err := files.Children(ctx, parent); err != nil || !slices.Equal(kids, want) {
-			t.Fatalf("%s has edges %v, %v; want exactly its refs %v", parent, kids, err, want)
-		}
-	}
-	if got, err := readSegments(ctx, mem, ref); err != nil || !reflect.DeepEqual(got, first) {
-		t.Fatalf("read back %d segments, %v; want the %d stored", len(got), err, n)
-	}
+	checkEdgesAreRefs(t, mem, files, ref.Digest, ix.Pages[0].Ref)
+	checkReadsBack(t, mem, ref, first)
 
 	next := append(slices.Clone(first), segments(20, "next")...)
 	counted.puts, edges.recorded = 0, 0
@@ -416,9 +398,7 @@ func TestVeryLongSegmentListsArePaged(t *testing.T) {
 	if want, err := runtime.PutSegments(&runtime.Executor{Blobs: mem, Files: files}, ctx, nil, next); err != nil || want != ref2 {
 		t.Fatalf("stored as %v, and as %v (%v) by an executor that remembers nothing", ref2, want, err)
 	}
-	if got, err := readSegments(ctx, mem, ref2); err != nil || !reflect.DeepEqual(got, next) {
-		t.Fatalf("read back %d segments, %v; want the %d stored", len(got), err, len(next))
-	}
+	checkReadsBack(t, mem, ref2, next)
 }
 
 // A list of more than core.SegmentPage pages is stored behind pages of
@@ -454,22 +434,8 @@ func TestSegmentPagesNestWhileALevelHasMoreThanAPage(t *testing.T) {
 	if len(lower.Chunks) != core.SegmentPage || len(lower.Pages) != 0 {
 		t.Fatalf("first page %+v; want 16 chunks", lower)
 	}
-	for _, parent := range []content.Digest{ref.Digest, index.Pages[0].Ref, upper.Pages[0].Ref} {
-		data, err := mem.Get(ctx, parent)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := content.ExtractRefs(data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if kids, err := files.Children(ctx, parent); err != nil || !slices.Equal(kids, want) {
-			t.Fatalf("%s has edges %v, %v; want exactly its refs %v", parent, kids, err, want)
-		}
-	}
-	if got, err := readSegments(ctx, mem, ref); err != nil || !reflect.DeepEqual(got, first) {
-		t.Fatalf("read back %d segments, %v; want the %d stored", len(got), err, n)
-	}
+	checkEdgesAreRefs(t, mem, files, ref.Digest, index.Pages[0].Ref, upper.Pages[0].Ref)
+	checkReadsBack(t, mem, ref, first)
 
 	next := append(slices.Clone(first), segments(20, "next")...)
 	counted.puts, edges.recorded = 0, 0
@@ -484,9 +450,7 @@ func TestSegmentPagesNestWhileALevelHasMoreThanAPage(t *testing.T) {
 	if want, err := runtime.PutSegments(&runtime.Executor{Blobs: mem, Files: files}, ctx, nil, next); err != nil || want != ref2 {
 		t.Fatalf("stored as %v, and as %v (%v) by an executor that remembers nothing", ref2, want, err)
 	}
-	if got, err := readSegments(ctx, mem, ref2); err != nil || !reflect.DeepEqual(got, next) {
-		t.Fatalf("read back %d segments, %v; want the %d stored", len(got), err, len(next))
-	}
+	checkReadsBack(t, mem, ref2, next)
 
 	// An index that claims one level more than its pages hold is refused.
 	wrong, err := json.Marshal(core.SegmentIndex{Pages: index.Pages, Depth: 2})
@@ -499,6 +463,34 @@ func TestSegmentPagesNestWhileALevelHasMoreThanAPage(t *testing.T) {
 	}
 	if _, err := readSegments(ctx, mem, bad); err == nil {
 		t.Fatal("an index of depth 2 over pages of depth 0 was read")
+	}
+}
+
+// checkEdgesAreRefs fails unless each parent's edges are exactly the refs
+// its stored bytes hold.
+func checkEdgesAreRefs(t *testing.T, blobs blob.Store, files *store.Memory, parents ...content.Digest) {
+	t.Helper()
+	ctx := context.Background()
+	for _, parent := range parents {
+		data, err := blobs.Get(ctx, parent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := content.ExtractRefs(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kids, err := files.Children(ctx, parent); err != nil || !slices.Equal(kids, want) {
+			t.Fatalf("%s has edges %v, %v; want exactly its refs %v", parent, kids, err, want)
+		}
+	}
+}
+
+// checkReadsBack fails unless the list stored at ref reads back as want.
+func checkReadsBack(t *testing.T, blobs blob.Store, ref content.ContentRef, want []core.CacheSegment) {
+	t.Helper()
+	if got, err := readSegments(context.Background(), blobs, ref); err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("read back %d segments, %v; want the %d stored", len(got), err, len(want))
 	}
 }
 
