@@ -164,11 +164,11 @@ func DecodeSegments(data []byte) ([]CacheSegment, error) {
 //
 // A list of more than SegmentPage pages names pages of pages, as many
 // levels as it takes for the index to name at most SegmentPage:
-// {"pages":[…],"depth":d}, where each page named is a page of depth d-1,
-// and a page without depth names chunks. A turn then stores, and records
-// edges for, one changed page a level, however long the session. (Lists
-// stored before pages nested name any number of pages at depth 0; they
-// read as they are.)
+// {"pages":[…],"depth":d} names pages {"pages":[…],"depth":d-1}, down to
+// depth 0 (the field absent), whose pages name chunks. A turn then
+// stores, and records edges for, one changed page a level, however long
+// the session. (Lists stored before pages nested name any number of pages
+// at depth 0; they read as they are.)
 const MediaRequestSegmentIndex = "application/vnd.cairn.request-segment-index+json"
 
 // SegmentChunk is the number of segments per chunk (about 6 KB of JSON).
