@@ -97,12 +97,20 @@ func (c *stmtCache) QueryContext(ctx context.Context, query string, args ...any)
 	return c.db.QueryContext(ctx, query, args...)
 }
 
-// QueryRowContext is db.QueryRowContext through the prepared statement.
+// QueryRowContext is db.QueryRowContext through the prepared statement. A
+// one-row read runs to its end once begun: the caller's context is checked
+// first, not watched (whole). database/sql watches a cancellable context
+// with a goroutine for each query, and a cold session's first turn reads
+// one blob for each of its entries: 20,000 goroutines at 10,000 turns.
 func (c *stmtCache) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if st := c.prepared(ctx, query); st != nil {
-		return st.QueryRowContext(ctx, args...)
+	quiet, err := whole(ctx)
+	if err != nil {
+		return c.db.QueryRowContext(ctx, query, args...) // fails with the context's error
 	}
-	return c.db.QueryRowContext(ctx, query, args...)
+	if st := c.prepared(quiet, query); st != nil {
+		return st.QueryRowContext(quiet, args...)
+	}
+	return c.db.QueryRowContext(quiet, query, args...)
 }
 
 // inTx returns the statement prepared for query, or nil after noting that

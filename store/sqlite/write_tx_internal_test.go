@@ -76,3 +76,37 @@ func TestWriteTransactionsStartNoGoroutine(t *testing.T) {
 		t.Fatalf("a put, an append of 201 events and a touch started %d goroutines, want none", n)
 	}
 }
+
+// A one-row read starts no goroutine either, under a cancellable context:
+// a cold session's first turn reads a blob for each of its entries.
+func TestOneRowReadsStartNoGoroutine(t *testing.T) {
+	s := openTest(t, t.TempDir())
+	ctx, cancel := context.WithCancel(context.Background()) // as a request's
+	defer cancel()
+	d, err := s.Put(ctx, []byte("an entry"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, d); err != nil { // the first prepares the statement
+		t.Fatal(err)
+	}
+	created := func() uint64 {
+		m := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+		metrics.Read(m)
+		return m[0].Value.Uint64()
+	}
+	runtime.GC() // its mark workers are goroutines, started by the first cycle
+	before := created()
+	for range 100 {
+		if got, err := s.Get(ctx, d); err != nil || string(got) != "an entry" {
+			t.Fatalf("get: %q, %v", got, err)
+		}
+	}
+	if n := created() - before; n > 0 {
+		t.Fatalf("100 one-row reads started %d goroutines, want none", n)
+	}
+	cancel()
+	if _, err := s.Get(ctx, d); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a read under a cancelled context: %v, want context.Canceled", err)
+	}
+}
