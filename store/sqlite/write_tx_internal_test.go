@@ -54,13 +54,7 @@ func TestWriteTransactionsStartNoGoroutine(t *testing.T) {
 	for i := range 200 {
 		ps = append(ps, core.Proposal{ObservedAtMs: 2, Kind: "test.note", Version: core.EventVersion, Payload: fmt.Appendf(nil, `{"n":%d}`, i)})
 	}
-	created := func() uint64 {
-		m := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
-		metrics.Read(m)
-		return m[0].Value.Uint64()
-	}
-	runtime.GC() // its mark workers are goroutines, started by the first cycle
-	before := created()
+	before := goroutinesCreated()
 	d, err := s.Put(ctx, []byte("an answer"))
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +66,7 @@ func TestWriteTransactionsStartNoGoroutine(t *testing.T) {
 	if _, err := s.Touch(ctx, []content.Digest{d}); err != nil {
 		t.Fatal(err)
 	}
-	if n := created() - before; n > 0 {
+	if n := goroutinesCreated() - before; n > 0 {
 		t.Fatalf("a put, an append of 201 events and a touch started %d goroutines, want none", n)
 	}
 }
@@ -90,23 +84,27 @@ func TestOneRowReadsStartNoGoroutine(t *testing.T) {
 	if _, err := s.Get(ctx, d); err != nil { // the first prepares the statement
 		t.Fatal(err)
 	}
-	created := func() uint64 {
-		m := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
-		metrics.Read(m)
-		return m[0].Value.Uint64()
-	}
-	runtime.GC() // its mark workers are goroutines, started by the first cycle
-	before := created()
+	before := goroutinesCreated()
 	for range 100 {
 		if got, err := s.Get(ctx, d); err != nil || string(got) != "an entry" {
 			t.Fatalf("get: %q, %v", got, err)
 		}
 	}
-	if n := created() - before; n > 0 {
+	if n := goroutinesCreated() - before; n > 0 {
 		t.Fatalf("100 one-row reads started %d goroutines, want none", n)
 	}
 	cancel()
 	if _, err := s.Get(ctx, d); !errors.Is(err, context.Canceled) {
 		t.Fatalf("a read under a cancelled context: %v, want context.Canceled", err)
 	}
+}
+
+// goroutinesCreated is how many goroutines the process has started, once
+// the collector's mark workers (goroutines started by its first cycle)
+// are.
+func goroutinesCreated() uint64 {
+	runtime.GC()
+	m := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+	metrics.Read(m)
+	return m[0].Value.Uint64()
 }
