@@ -10,7 +10,7 @@ import (
 // catalog, so it is for a scrape, not for a request.
 func (s *Store) BlobBytes(ctx context.Context) (int64, error) {
 	var n int64
-	if err := s.reads.QueryRowContext(ctx, `SELECT coalesce(sum(size), 0) FROM blobs WHERE universe = ?`, s.universe).Scan(&n); err != nil {
+	if err := s.reads.ScanTotals(ctx, `SELECT coalesce(sum(size), 0) FROM blobs WHERE universe = ?`, s.universe).Scan(&n); err != nil {
 		return 0, fmt.Errorf("sqlite: blob bytes: %w", err)
 	}
 	return n, nil

@@ -209,7 +209,7 @@ func missingIn(ctx context.Context, q interface {
 // Usage implements blob.Store.
 func (s *Store) Usage(ctx context.Context) (blob.Usage, error) {
 	var u blob.Usage
-	err := s.reads.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(size), 0) FROM blobs WHERE universe = ?`,
+	err := s.reads.ScanTotals(ctx, `SELECT count(*), coalesce(sum(size), 0) FROM blobs WHERE universe = ?`,
 		s.universe).Scan(&u.Blobs, &u.Bytes)
 	if err != nil {
 		return blob.Usage{}, fmt.Errorf("sqlite: usage: %w", err)

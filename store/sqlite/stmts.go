@@ -97,20 +97,31 @@ func (c *stmtCache) QueryContext(ctx context.Context, query string, args ...any)
 	return c.db.QueryContext(ctx, query, args...)
 }
 
-// QueryRowContext is db.QueryRowContext through the prepared statement. A
-// one-row read runs to its end once begun: the caller's context is checked
-// first, not watched (whole). database/sql watches a cancellable context
-// with a goroutine for each query, and a cold session's first turn reads
-// one blob for each of its entries: 20,000 goroutines at 10,000 turns.
+// QueryRowContext is db.QueryRowContext through the prepared statement,
+// for a read of one row by its key. It runs to its end once begun: the
+// caller's context is checked first, not watched (whole). database/sql
+// watches a cancellable context with a goroutine for each query, and a
+// cold session's first turn reads one blob for each of its entries:
+// 20,000 goroutines at 10,000 turns.
 func (c *stmtCache) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	quiet, err := whole(ctx)
 	if err != nil {
 		return c.db.QueryRowContext(ctx, query, args...) // fails with the context's error
 	}
-	if st := c.prepared(quiet, query); st != nil {
-		return st.QueryRowContext(quiet, args...)
+	return c.scanRow(quiet, query, args...)
+}
+
+// ScanTotals is QueryRowContext for a row of totals over a whole table:
+// such a read may run long, so a cancelled context stops it midway.
+func (c *stmtCache) ScanTotals(ctx context.Context, query string, args ...any) *sql.Row {
+	return c.scanRow(ctx, query, args...)
+}
+
+func (c *stmtCache) scanRow(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := c.prepared(ctx, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
 	}
-	return c.db.QueryRowContext(quiet, query, args...)
+	return c.db.QueryRowContext(ctx, query, args...)
 }
 
 // inTx returns the statement prepared for query, or nil after noting that

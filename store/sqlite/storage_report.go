@@ -18,7 +18,7 @@ var _ store.StorageReporter = (*Store)(nil)
 // totals describe one snapshot of the file.
 func (s *Store) UniverseUsage(ctx context.Context) (store.UniverseUsage, error) {
 	var u store.UniverseUsage
-	err := s.reads.QueryRowContext(ctx, `SELECT b.n, b.bytes, b.objects, b.object_bytes, ss.n, r.n, r.bytes, c.n, c.bytes, e.n, e.bytes
+	err := s.reads.ScanTotals(ctx, `SELECT b.n, b.bytes, b.objects, b.object_bytes, ss.n, r.n, r.bytes, c.n, c.bytes, e.n, e.bytes
 		FROM (SELECT count(*) AS n, coalesce(sum(size), 0) AS bytes, count(object_key) AS objects,
 				coalesce(sum(CASE WHEN object_key IS NOT NULL THEN size ELSE 0 END), 0) AS object_bytes
 			FROM blobs WHERE universe = ?1) AS b,
