@@ -33,14 +33,20 @@ var apiKinds = []string{core.APIChatCompletions, core.APIOpenAIResponses, core.A
 // makes, shared so that its connections are too.
 var providerTransport = sync.OnceValue(func() http.RoundTripper { return httpx.NewTransport() })
 
+// providerClient is the client of provider calls (the adapters' and the
+// transcriber's) over transport; nil means providerTransport.
+func providerClient(transport http.RoundTripper) *http.Client {
+	if transport == nil {
+		transport = providerTransport()
+	}
+	return &http.Client{Transport: transport}
+}
+
 // adapters returns one adapter per API kind; endpoints and keys are resolved
 // by resolver just before each provider call. A nil transport is
 // providerTransport.
 func adapters(resolver endpoint.Resolver, transport http.RoundTripper) map[string]provider.Adapter {
-	if transport == nil {
-		transport = providerTransport()
-	}
-	client := &http.Client{Transport: transport}
+	client := providerClient(transport)
 	return map[string]provider.Adapter{
 		core.APIChatCompletions:   chat.New(resolver, client),
 		core.APIOpenAIResponses:   responses.New(resolver, client),
@@ -89,18 +95,14 @@ func startHost(ctx context.Context, log store.SessionLog, blobs blob.Store, file
 	if err != nil {
 		return nil, err
 	}
-	transport := o.transport
-	if transport == nil {
-		transport = providerTransport()
-	}
 	exec := &runtime.Executor{
 		// Requests are built from context entries whose bytes never change:
 		// the executor reads them through a bounded cache, not the store.
 		Blobs:       blob.Cached(blobs, executorCacheBytes),
-		Adapters:    adapters(o.resolver, transport),
+		Adapters:    adapters(o.resolver, o.transport),
 		Tools:       tools,
 		Files:       files,
-		Transcriber: transcribe.New(o.resolver, &http.Client{Transport: transport}),
+		Transcriber: transcribe.New(o.resolver, providerClient(o.transport)),
 		Logger:      o.logger,
 		// A turn lowers only the entries no earlier turn lowered.
 		Pieces:   provider.NewPieces(runtime.DefaultPiecesBytes),

@@ -122,7 +122,7 @@ func runWorker(ctx context.Context, cmd *cobra.Command, o serveOptions, tf tempo
 	acts := temporal.NewActivities(func(ctx context.Context, universe string) (temporal.Store, error) {
 		return stores.get(ctx, universe)
 	}, adapters(providerResolver(o), nil), tools)
-	acts.Transcriber = transcribe.New(providerResolver(o), nil)
+	acts.Transcriber = transcribe.New(providerResolver(o), providerClient(nil))
 	budget, err := resolveRetryBudget(cmd, o.retryBudget)
 	if err != nil {
 		return err
