@@ -366,11 +366,7 @@ func TestSegmentDeltasAreReadWithinBounds(t *testing.T) {
 // nothing stores the same index; every list reads back as stored.
 func TestVeryLongSegmentListsArePaged(t *testing.T) {
 	ctx := context.Background()
-	mem := blob.NewMemory()
-	files := store.NewMemory(mem)
-	counted := &countingBlobs{Store: mem}
-	edges := &countingEdges{Memory: files}
-	x := &runtime.Executor{Blobs: counted, Files: edges, Pieces: provider.NewPieces(1 << 20)}
+	mem, files, counted, edges, x := countingExecutor(1 << 20)
 
 	n := 2*core.SegmentPage*core.SegmentChunk + 10 // 33 chunks: pages of 16, 16 and 1
 	first := segments(n, "turn")
@@ -409,11 +405,7 @@ func TestVeryLongSegmentListsArePaged(t *testing.T) {
 // stored, and a page that says another depth than its index does not.
 func TestSegmentPagesNestWhileALevelHasMoreThanAPage(t *testing.T) {
 	ctx := context.Background()
-	mem := blob.NewMemory()
-	files := store.NewMemory(mem)
-	counted := &countingBlobs{Store: mem}
-	edges := &countingEdges{Memory: files}
-	x := &runtime.Executor{Blobs: counted, Files: edges, Pieces: provider.NewPieces(8 << 20)}
+	mem, files, counted, edges, x := countingExecutor(8 << 20)
 
 	// 257 chunks: 17 pages of chunks, in 2 pages of 16 and 1 pages.
 	n := core.SegmentPage*core.SegmentPage*core.SegmentChunk + 10
@@ -506,6 +498,16 @@ func decodeIndex(t *testing.T, blobs blob.Store, d content.Digest) core.SegmentI
 		t.Fatal(err)
 	}
 	return ix
+}
+
+// countingExecutor is an executor over memory stores, counting the blobs
+// it puts and the edges it records, remembering pieces up to piecesBytes.
+func countingExecutor(piecesBytes int64) (*blob.Memory, *store.Memory, *countingBlobs, *countingEdges, *runtime.Executor) {
+	mem := blob.NewMemory()
+	files := store.NewMemory(mem)
+	counted := &countingBlobs{Store: mem}
+	edges := &countingEdges{Memory: files}
+	return mem, files, counted, edges, &runtime.Executor{Blobs: counted, Files: edges, Pieces: provider.NewPieces(piecesBytes)}
 }
 
 // countingEdges counts the edges recorded through it.
