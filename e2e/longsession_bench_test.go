@@ -31,9 +31,10 @@ import (
 // against an in-process zero-latency Chat Completions fake, drives a
 // scripted session over JSON-RPC as a client would (starting runs and
 // long-polling their events), and reports the server's own CPU time per
-// turn (a turn is one run here), read from /proc, at turns 10, 100, 1,000
-// and 10,000 as far as the scenario goes (see cpuAt); the bytes its data directory
-// holds once the server has stopped; the latency of session/read and of
+// turn (a turn is one run here; on Temporal, the worker's is added), read
+// from /proc, at turns 10, 100, 1,000 and 10,000 as far as the scenario
+// goes (see cpuAt); the bytes its data directory holds once the server has
+// stopped (or its database grew by, see backing); the latency of session/read and of
 // one page of session/context/read after 10 turns and at the end; and of
 // the first session/read after a restart (cold).
 // CAIRN_BENCH_KEEP=DIR keeps the data directory (DIR must not exist);
@@ -71,6 +72,22 @@ func BenchmarkServeLongKinds(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkServeLongChatPostgres is BenchmarkServeLongChat on the hosted
+// store: `cairn serve --postgres URL` (a fresh database, migrated, with one
+// universe whose key the client sends). "stored-MB" is then what the
+// database grew by over the run.
+func BenchmarkServeLongChatPostgres(b *testing.B) {
+	runScenario(b, scenario{turns: benchTurns(b), postgres: true, respond: func([]byte) string { return textResponse("chatcmpl-bench", "Noted.") }})
+}
+
+// BenchmarkServeLongChatTemporal is BenchmarkServeLongChatPostgres with
+// the session on Temporal: `cairn serve --temporal` as the gateway and
+// one `cairn worker`. The CPU is the gateway's and the worker's together;
+// the Temporal server's own is not counted.
+func BenchmarkServeLongChatTemporal(b *testing.B) {
+	runScenario(b, scenario{turns: benchTurns(b), temporal: true, respond: func([]byte) string { return textResponse("chatcmpl-bench", "Noted.") }})
 }
 
 // benchTurns is CAIRN_BENCH_TURNS (at least 10), or 1,000.
@@ -128,6 +145,10 @@ type scenario struct {
 	// stream has the provider record ask for streams, and the fake send
 	// its answers as the provider's event streams.
 	stream bool
+	// postgres serves from a fresh PostgreSQL database (hosted mode)
+	// instead of a data directory; temporal also runs the session on
+	// Temporal, with one worker.
+	postgres, temporal bool
 }
 
 // scenarioResult is what a benchmark reports beyond the common metrics.
@@ -200,8 +221,12 @@ func runScenario(b *testing.B, sc scenario) scenarioResult {
 	var res scenarioResult
 	for range b.N {
 		_ = os.RemoveAll(data)
-		srv := startServeBin(b, bin, []string{"--data", data, "--config", cfg, "--gc-interval", "0"})
-		c := srv.client()
+		where := &backing{data: data}
+		if sc.postgres || sc.temporal {
+			where = hostedBacking(b, bin, sc.temporal)
+		}
+		srv := where.serve(b, bin, cfg)
+		c := where.client(srv)
 		ctx := context.Background()
 		kind := sc.apiKind
 		if kind == "" {
@@ -227,7 +252,7 @@ func runScenario(b *testing.B, sc scenario) scenarioResult {
 		var turnsCPU time.Duration  // over every turn, without the reads between
 		var head int64
 		var readsEarly [2]float64
-		before := serverCPU(b, srv)
+		before := where.cpu(b, srv)
 		for turn := 1; turn <= sc.turns; turn++ {
 			run, err := c.StartRun(ctx, api.RunStartParams{SessionID: s.SessionID, Input: []api.InputPart{{Type: "text", Text: fmt.Sprintf("Turn %d: a short message, as people write them.", turn)}}})
 			if err != nil {
@@ -235,13 +260,13 @@ func runScenario(b *testing.B, sc scenario) scenarioResult {
 			}
 			waitCompleted(b, c, s.SessionID, run.RunID, &head)
 			if turn%10 == 0 {
-				now := serverCPU(b, srv)
+				now := where.cpu(b, srv)
 				turnsCPU += now - before
 				windows = append(windows, now-before)
 				if turn == 10 {
 					readsEarly = readLatency(b, c, s.SessionID)
 				}
-				before = serverCPU(b, srv) // the reads' CPU is not a turn's
+				before = where.cpu(b, srv) // the reads' CPU is not a turn's
 			}
 		}
 		readsLate := readLatency(b, c, s.SessionID)
@@ -256,23 +281,23 @@ func runScenario(b *testing.B, sc scenario) scenarioResult {
 			b.Logf("CPU a turn, turns %d-%d: %.2f ms", from*10+1, from*10+1000, sum.Seconds())
 		}
 		stopServer(b, srv)
+		res.stored = where.bytes(b)
 		for _, t := range []int{10, 100, 1000, 10000} {
 			if v, ok := cpuAt(windows, t); ok {
 				b.ReportMetric(v, fmt.Sprintf("cpu-ms/turn@%d", t))
 			}
 		}
 		b.ReportMetric(turnsCPU.Seconds()*1000/float64(sc.turns/10*10), "cpu-ms/turn-mean")
-		res.stored = dirBytes(b, data)
 		// A cold read: the first session/read after a restart, which loads
 		// the session from its checkpoint and the tail after it.
-		srv = startServeBin(b, bin, []string{"--data", data, "--config", cfg, "--gc-interval", "0"})
+		srv = where.serve(b, bin, cfg)
 		start := time.Now()
-		if _, err := srv.client().ReadSession(ctx, s.SessionID); err != nil {
+		if _, err := where.client(srv).ReadSession(ctx, s.SessionID); err != nil {
 			b.Fatal(err)
 		}
 		b.ReportMetric(float64(time.Since(start).Microseconds())/1000, "session/read-ms@cold")
 		stopServer(b, srv)
-		if keep := os.Getenv("CAIRN_BENCH_KEEP"); keep != "" {
+		if keep := os.Getenv("CAIRN_BENCH_KEEP"); keep != "" && where.postgres == "" {
 			// Keep the data directory to look at with the CLI, e.g.
 			// `cairn storage report --data DIR`.
 			if err := os.Rename(data, keep); err != nil {
@@ -398,12 +423,12 @@ func waitCompleted(b *testing.B, c *api.Client, sessionID, runID string, head *i
 	b.Fatalf("run %s did not end", runID)
 }
 
-// serverCPU is the server process's user plus system CPU time so far.
-func serverCPU(b *testing.B, s *server) time.Duration {
+// processCPU is the process's user plus system CPU time so far.
+func processCPU(b *testing.B, pid int) time.Duration {
 	b.Helper()
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		b.Fatalf("reading the server's CPU time (Linux /proc): %v", err)
+		b.Fatalf("reading a process's CPU time (Linux /proc): %v", err)
 	}
 	// Fields after the command name, which is in parentheses: utime and
 	// stime are the 12th and 13th of them, in clock ticks (100 a second).

@@ -26,7 +26,7 @@ type proc struct {
 
 // startProc starts bin with args and env (added to this process's) and waits
 // for a stdout line starting with ready.
-func startProc(t *testing.T, name, bin string, args, env []string, ready string) *proc {
+func startProc(t testing.TB, name, bin string, args, env []string, ready string) *proc {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), env...)
@@ -74,7 +74,7 @@ func (p *proc) mark() int {
 
 // waitLine waits for a stdout line after the first from lines that starts
 // with prefix, and returns it.
-func (p *proc) waitLine(t *testing.T, from int, prefix string, timeout time.Duration) string {
+func (p *proc) waitLine(t testing.TB, from int, prefix string, timeout time.Duration) string {
 	t.Helper()
 	deadline := time.After(timeout)
 	for {
