@@ -77,7 +77,18 @@ func NewMemory(blobs blob.Store, opts ...MemoryOption) *Memory {
 
 // Append implements SessionLog.
 func (m *Memory) Append(ctx context.Context, sessionID string, expectedHead int64, proposals []core.Proposal) ([]core.Event, error) {
+	return m.AppendBatch(ctx, sessionID, expectedHead, proposals, Batch{})
+}
+
+// AppendBatch implements BatchAppender: the head and every ref are checked
+// first (a ref may name a blob of b), then b is written and the events
+// appended, all under the log's lock.
+func (m *Memory) AppendBatch(ctx context.Context, sessionID string, expectedHead int64, proposals []core.Proposal, b Batch) ([]core.Event, error) {
 	refs, err := PrepareAppend(sessionID, expectedHead, proposals)
+	if err != nil {
+		return nil, err
+	}
+	edges, err := prepareMemoryEdges(b.Edges)
 	if err != nil {
 		return nil, err
 	}
@@ -93,12 +104,11 @@ func (m *Memory) Append(ctx context.Context, sessionID string, expectedHead int6
 	}
 	// Checked under the log's lock so the check and the commit are one step
 	// as far as other appenders are concerned.
-	missing, err := m.blobs.Missing(ctx, refs)
-	if err != nil {
-		return nil, fmt.Errorf("append %s: check refs: %w", sessionID, err)
+	if err := m.requireLocked(ctx, slices.Concat(refs, edges.need), b.Blobs); err != nil {
+		return nil, fmt.Errorf("append %s: %w", sessionID, err)
 	}
-	if len(missing) > 0 {
-		return nil, &blob.MissingError{Digests: missing}
+	if err := m.writeLocked(ctx, b, edges); err != nil {
+		return nil, err
 	}
 	if s == nil {
 		s = &memSession{lifecycle: core.Lifecycle{SessionID: sessionID}, roots: map[content.Digest]struct{}{}}
@@ -232,30 +242,65 @@ func (m *Memory) PutEdges(ctx context.Context, parent content.Digest, children [
 
 // WriteBatch implements BatchWriter.
 func (m *Memory) WriteBatch(ctx context.Context, b Batch) error {
-	kids := make([][]content.Digest, len(b.Edges))
-	var need []content.Digest
-	for i, e := range b.Edges {
-		var err error
-		var n []content.Digest
-		if kids[i], n, err = PrepareEdges(e.Parent, e.Children); err != nil {
-			return err
-		}
-		need = append(need, n...)
-	}
-	for _, data := range b.Blobs {
-		if _, err := m.blobs.Put(ctx, data); err != nil {
-			return err
-		}
+	edges, err := prepareMemoryEdges(b.Edges)
+	if err != nil {
+		return err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	// As in Append, the existence check and the write are one step under the lock.
+	if err := m.requireLocked(ctx, edges.need, b.Blobs); err != nil {
+		return fmt.Errorf("put edges: %w", err)
+	}
+	return m.writeLocked(ctx, b, edges)
+}
+
+// memoryEdges are a batch's edges checked: each one's children, sorted,
+// and every blob they need.
+type memoryEdges struct {
+	kids [][]content.Digest
+	need []content.Digest
+}
+
+func prepareMemoryEdges(es []Edge) (memoryEdges, error) {
+	out := memoryEdges{kids: make([][]content.Digest, len(es))}
+	for i, e := range es {
+		kids, need, err := PrepareEdges(e.Parent, e.Children)
+		if err != nil {
+			return memoryEdges{}, err
+		}
+		out.kids[i] = kids
+		out.need = append(out.need, need...)
+	}
+	return out, nil
+}
+
+// requireLocked fails with a *blob.MissingError when a digest of need is
+// neither stored nor one of the bytes of brought.
+func (m *Memory) requireLocked(ctx context.Context, need []content.Digest, brought [][]byte) error {
 	missing, err := m.blobs.Missing(ctx, need)
 	if err != nil {
-		return fmt.Errorf("put edges: check blobs: %w", err)
+		return fmt.Errorf("check blobs: %w", err)
+	}
+	if len(missing) > 0 && len(brought) > 0 {
+		have := make(map[content.Digest]bool, len(brought))
+		for _, data := range brought {
+			have[content.Sum(data)] = true
+		}
+		missing = slices.DeleteFunc(missing, func(d content.Digest) bool { return have[d] })
 	}
 	if len(missing) > 0 {
 		return &blob.MissingError{Digests: missing}
+	}
+	return nil
+}
+
+// writeLocked stores b's blobs and records its edges.
+func (m *Memory) writeLocked(ctx context.Context, b Batch, edges memoryEdges) error {
+	for _, data := range b.Blobs {
+		if _, err := m.blobs.Put(ctx, data); err != nil {
+			return err
+		}
 	}
 	for i, e := range b.Edges {
 		set := m.edges[e.Parent]
@@ -263,7 +308,7 @@ func (m *Memory) WriteBatch(ctx context.Context, b Batch) error {
 			set = map[content.Digest]struct{}{}
 			m.edges[e.Parent] = set
 		}
-		for _, c := range kids[i] {
+		for _, c := range edges.kids[i] {
 			set[c] = struct{}{}
 		}
 	}

@@ -99,14 +99,16 @@ func (s *Store) putInline(ctx context.Context, db interface {
 	if data == nil {
 		data = []byte{} // nil would bind as NULL, which means "not inline"
 	}
-	if _, err := db.Exec(ctx, `INSERT INTO blobs (universe, digest, size, inline, created_at, touched_at)
-		VALUES ($1, $2, $3, $4, $5, $5)
-		ON CONFLICT (universe, digest) DO UPDATE SET touched_at = GREATEST(blobs.touched_at, excluded.touched_at)`,
-		s.universe, d[:], len(data), data, now); err != nil {
+	if _, err := db.Exec(ctx, putInlineSQL, s.universe, d[:], len(data), data, now); err != nil {
 		return fmt.Errorf("postgres: put blob %s: %w", d, err)
 	}
 	return nil
 }
+
+// putInlineSQL stores an inline blob, or renews the one stored.
+const putInlineSQL = `INSERT INTO blobs (universe, digest, size, inline, created_at, touched_at)
+	VALUES ($1, $2, $3, $4, $5, $5)
+	ON CONFLICT (universe, digest) DO UPDATE SET touched_at = GREATEST(blobs.touched_at, excluded.touched_at)`
 
 // touch moves an existing blob's touched_at forward and reports whether the
 // blob exists.

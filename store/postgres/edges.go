@@ -41,12 +41,15 @@ func (s *Store) putEdgesIn(ctx context.Context, tx pgx.Tx, parent content.Digest
 	if len(kids) == 0 {
 		return nil
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO retention_edges (universe, parent, child)
-		SELECT $1, $2, unnest($3::bytea[]) ON CONFLICT DO NOTHING`, s.universe, parent[:], digestArgs(kids)); err != nil {
+	if _, err := tx.Exec(ctx, insertEdgesSQL, s.universe, parent[:], digestArgs(kids)); err != nil {
 		return fmt.Errorf("postgres: put edges of %s: %w", parent, err)
 	}
 	return nil
 }
+
+// insertEdgesSQL records a parent's edges to its children.
+const insertEdgesSQL = `INSERT INTO retention_edges (universe, parent, child)
+	SELECT $1, $2, unnest($3::bytea[]) ON CONFLICT DO NOTHING`
 
 // Children implements store.Edges.
 func (s *Store) Children(ctx context.Context, parent content.Digest) ([]content.Digest, error) {

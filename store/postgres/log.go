@@ -28,12 +28,24 @@ import (
 // locks and checks, then the writes with COMMIT. Two round trips whatever
 // the number of events; a rejected append costs a third, its ROLLBACK.
 func (s *Store) Append(ctx context.Context, sessionID string, expectedHead int64, proposals []core.Proposal) ([]core.Event, error) {
+	return s.AppendBatch(ctx, sessionID, expectedHead, proposals, store.Batch{})
+}
+
+// AppendBatch implements store.BatchAppender: Append, with b's inline blobs
+// stored in the first batch (before the locks that check the events'
+// refs, so the events may name them) and its edges in the second. A blob
+// too large to be inline is put before the transaction, as WriteBatch
+// does. A rejected append stores none of the inline blobs and no edge.
+func (s *Store) AppendBatch(ctx context.Context, sessionID string, expectedHead int64, proposals []core.Proposal, b store.Batch) ([]core.Event, error) {
 	refs, err := store.PrepareAppend(sessionID, expectedHead, proposals)
 	if err != nil {
 		return nil, err
 	}
+	batch, err := s.prepareBatch(ctx, b)
+	if err != nil {
+		return nil, err
+	}
 	events := store.Commit(expectedHead, proposals)
-	digests := digestArgs(refs)
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: append %s: %w", sessionID, err)
@@ -41,9 +53,9 @@ func (s *Store) Append(ctx context.Context, sessionID string, expectedHead int64
 	// Release closes, rather than pools, a connection left inside a
 	// transaction, so no path below can leak an open one to the next user.
 	defer conn.Release()
-	life, err := s.lockForAppend(ctx, conn, sessionID, expectedHead, events, refs, digests)
+	life, err := s.lockForAppend(ctx, conn, sessionID, expectedHead, events, refs, batch)
 	if err == nil {
-		err = s.writeAppend(ctx, conn, sessionID, expectedHead, events, digests, life)
+		err = s.writeAppend(ctx, conn, sessionID, expectedHead, events, digestArgs(refs), life, batch.edges)
 	}
 	if err != nil {
 		rollback(ctx, conn)
@@ -63,12 +75,13 @@ func rollback(ctx context.Context, conn *pgxpool.Conn) {
 }
 
 // lockForAppend begins the transaction, takes the session's row lock
-// (creating the row at head 0), checks the head, and key-share locks the
-// referenced blobs: a collector's DELETE of one of them now waits for this
-// transaction, then fails on the roots' foreign key. It returns the
-// projection after events.
+// (creating the row at head 0), stores the batch's inline blobs, checks the
+// head, and key-share locks the blobs the events and the batch's edges
+// name: a collector's DELETE of one of them now waits for this
+// transaction, then fails on a foreign key. It returns the projection
+// after events.
 func (s *Store) lockForAppend(ctx context.Context, conn *pgxpool.Conn, sessionID string, expectedHead int64,
-	events []core.Event, refs []content.Digest, digests [][]byte) (core.Lifecycle, error) {
+	events []core.Event, refs []content.Digest, batch preparedBatch) (core.Lifecycle, error) {
 	life := core.Lifecycle{SessionID: sessionID}
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
@@ -91,8 +104,24 @@ func (s *Store) lockForAppend(ctx context.Context, conn *pgxpool.Conn, sessionID
 		b.Queue(`SELECT head, lifecycle FROM sessions WHERE universe = $1 AND session_id = $2 FOR UPDATE`,
 			s.universe, sessionID)
 	}
-	if len(refs) > 0 {
-		b.Queue(lockBlobsSQL, s.universe, digests)
+	// After the session's lock, so appends to one session queue there
+	// before they touch any blob row.
+	now := s.now()
+	for _, bl := range batch.inline {
+		data := bl.data
+		if data == nil {
+			data = []byte{} // nil would bind as NULL, which means "not inline"
+		}
+		b.Queue(putInlineSQL, s.universe, bl.d[:], len(data), data, now)
+	}
+	locks := refs
+	if len(batch.edges) > 0 {
+		locks = append(slices.Clone(refs), batch.needs()...)
+		content.SortDigests(locks)
+		locks = slices.Compact(locks)
+	}
+	if len(locks) > 0 {
+		b.Queue(lockBlobsSQL, s.universe, digestArgs(locks))
 	}
 	br := conn.SendBatch(ctx, b)
 	_, err := br.Exec() // BEGIN
@@ -101,8 +130,13 @@ func (s *Store) lockForAppend(ctx context.Context, conn *pgxpool.Conn, sessionID
 	if err == nil {
 		head, created, err = readHead(br, expectedHead, &life)
 	}
+	for i := 0; err == nil && i < len(batch.inline); i++ {
+		if _, err = br.Exec(); err != nil {
+			err = fmt.Errorf("put blob %s: %w", batch.inline[i].d, err)
+		}
+	}
 	var found [][]byte
-	if err == nil && len(refs) > 0 {
+	if err == nil && len(locks) > 0 {
 		found, err = collectBytes(br)
 	}
 	if closeErr := br.Close(); err == nil {
@@ -122,7 +156,7 @@ func (s *Store) lockForAppend(ctx context.Context, conn *pgxpool.Conn, sessionID
 	if head != expectedHead {
 		return life, &store.HeadConflictError{SessionID: sessionID, Expected: expectedHead, Actual: head}
 	}
-	if missing := absent(refs, found); len(missing) > 0 {
+	if missing := absent(locks, found); len(missing) > 0 {
 		return life, &blob.MissingError{Digests: missing}
 	}
 	if expectedHead > 0 {
@@ -159,12 +193,17 @@ func readHead(br pgx.BatchResults, expectedHead int64, life *core.Lifecycle) (he
 	return head, false, nil
 }
 
-// writeAppend writes the events, the roots and (for an existing session)
-// the projection, and commits, in one pipelined batch.
+// writeAppend writes the edges, the events, the roots and (for an
+// existing session) the projection, and commits, in one pipelined batch.
 func (s *Store) writeAppend(ctx context.Context, conn *pgxpool.Conn, sessionID string, expectedHead int64,
-	events []core.Event, digests [][]byte, life core.Lifecycle) error {
+	events []core.Event, digests [][]byte, life core.Lifecycle, edges []preparedEdge) error {
 	cols := eventColumns(events)
 	b := &pgx.Batch{}
+	for _, e := range edges {
+		if len(e.kids) > 0 {
+			b.Queue(insertEdgesSQL, s.universe, e.parent[:], digestArgs(e.kids))
+		}
+	}
 	b.Queue(insertEventsSQL, s.universe, sessionID, cols.seq, cols.at, cols.kind, cols.version, cols.jfrom, cols.njoins, cols.joins, cols.payload)
 	if len(digests) > 0 {
 		b.Queue(insertRootsSQL, s.universe, sessionID, digests)

@@ -858,7 +858,7 @@ func testBatchInvalid(f *fixture) {
 func testAppendBatch(f *fixture) {
 	a, ok := f.log.(store.BatchAppender)
 	if !ok {
-		f.t.Skip("the log appends no batches: store.AppendBatch writes the batch, then appends")
+		f.t.Fatalf("%T appends no batches: every store commits a batch with the append it comes with", f.log)
 	}
 	input := []byte("the run's input")
 	d := content.Sum(input)
@@ -894,4 +894,27 @@ func testAppendBatch(f *fixture) {
 	if err != nil || !slices.Contains(roots, d) {
 		f.t.Fatalf("roots %v (%v); want the batch's blob among them", roots, err)
 	}
+
+	// A batch's edges commit with the events; an edge to a blob in neither
+	// the batch nor the store rejects the append, and none of it is kept.
+	e, ok := f.log.(store.Edges)
+	if !ok {
+		f.t.Fatalf("%T appends batches but records no edges", f.log)
+	}
+	list, answer := []byte("a request's segment list"), []byte("the answer")
+	withEdge := func(children ...content.Digest) store.Batch {
+		return store.Batch{Blobs: [][]byte{list, answer}, Edges: []store.Edge{{Parent: content.Sum(list), Children: children}}}
+	}
+	_, err = a.AppendBatch(f.ctx, "s1", 2, []core.Proposal{refs(3, textRef(content.Sum(list)))}, withEdge(content.Sum(answer), absent))
+	f.wantMissing(err, absent)
+	if missing, err := f.blobs.Missing(f.ctx, []content.Digest{content.Sum(list)}); err != nil || len(missing) != 1 {
+		f.t.Fatalf("after an edge to a missing blob: the batch's list is stored (missing %v, %v)", missing, err)
+	}
+	f.wantChildren(e, content.Sum(list))
+	f.wantSeqs("events after an edge to a missing blob", f.readAfter("s1", 0, 0), 1, 2)
+	if _, err := a.AppendBatch(f.ctx, "s1", 2, []core.Proposal{refs(3, textRef(content.Sum(list)))}, withEdge(content.Sum(answer), d)); err != nil {
+		f.t.Fatalf("AppendBatch with an edge: %v", err)
+	}
+	f.wantChildren(e, content.Sum(list), content.Sum(answer), d)
+	f.wantSeqs("events after the append with an edge", f.readAfter("s1", 0, 0), 1, 2, 3)
 }
