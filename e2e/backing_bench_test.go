@@ -4,6 +4,7 @@ import (
 	"context"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -78,6 +79,26 @@ func (w *backing) serve(b *testing.B, bin, config string) *server {
 		}
 	}
 	return startServeBin(b, bin, args, w.env...)
+}
+
+// stopWorker stops the worker, if there is one, as a user does (SIGTERM),
+// so that it writes what CAIRN_CPU_PROFILE asks of it.
+func (w *backing) stopWorker(b *testing.B) {
+	b.Helper()
+	if w.worker == nil {
+		return
+	}
+	if err := w.worker.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- w.worker.cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		b.Fatal("cairn worker did not stop within 30 s of SIGTERM")
+	}
+	w.worker = nil
 }
 
 // cpu is the CPU time so far of Cairn's processes: the server s, and the

@@ -297,6 +297,7 @@ func runScenario(b *testing.B, sc scenario) scenarioResult {
 		}
 		b.ReportMetric(float64(time.Since(start).Microseconds())/1000, "session/read-ms@cold")
 		stopServer(b, srv)
+		where.stopWorker(b)
 		if keep := os.Getenv("CAIRN_BENCH_KEEP"); keep != "" && where.postgres == "" {
 			// Keep the data directory to look at with the CLI, e.g.
 			// `cairn storage report --data DIR`.

@@ -9,7 +9,8 @@ import (
 	"strings"
 )
 
-// cpuProfile starts a CPU profile into the file CAIRN_CPU_PROFILE names, if
+// cpuProfile starts a CPU profile (of `cairn serve` or `cairn worker`) into
+// the file CAIRN_CPU_PROFILE names, if
 // it is set ("%p" in it becomes the process id, for a benchmark that
 // restarts the server), and returns what stops it: how the long-session
 // benchmarks see where a real server's time goes (`go tool pprof cairn FILE`).

@@ -85,6 +85,11 @@ func workerCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			stopProfile, err := cpuProfile()
+			if err != nil {
+				return err
+			}
+			defer stopProfile()
 			return runWorker(ctx, cmd, o, tf)
 		},
 	}
