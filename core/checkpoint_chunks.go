@@ -500,6 +500,8 @@ func DecodeCheckpointParts(data []byte, chunks map[content.Digest][]byte) (*Stat
 	if err != nil {
 		return nil, err
 	}
+	cp.Entries = make([]Entry, 0, itemCount(entryChunks))
+	cp.Runs = make([]runState, 0, itemCount(runChunks))
 	for _, c := range entryChunks {
 		items, err := decodeChunk[Entry](chunks, c, checkpointEntriesFormat)
 		if err != nil {
@@ -515,6 +517,20 @@ func DecodeCheckpointParts(data []byte, chunks map[content.Digest][]byte) (*Stat
 		cp.Runs = append(cp.Runs, items...)
 	}
 	return cp.state()
+}
+
+// itemCount is how many items the chunks say they hold, as a capacity to
+// decode them into: at most a million, whatever a damaged index claims
+// (decodeChunk checks each count against its chunk).
+func itemCount(chunks []CheckpointChunk) int {
+	n := 0
+	for _, c := range chunks {
+		n += max(c.Count, 0)
+		if n >= 1<<20 {
+			return 1 << 20
+		}
+	}
+	return n
 }
 
 // unpage returns the chunks the pages name, in order, through depth more
