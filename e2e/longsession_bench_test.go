@@ -37,7 +37,8 @@ import (
 // stopped (or its database grew by, see backing); the latency of session/read and of
 // one page of session/context/read after 10 turns and at the end; and of
 // the first session/read after a restart (cold).
-// CAIRN_BENCH_KEEP=DIR keeps the data directory (DIR must not exist);
+// CAIRN_BENCH_KEEP=DIR keeps the data directory of an embedded run (DIR
+// must not exist);
 // CAIRN_BENCH_BIN=FILE runs that cairn binary instead of building one. Run
 // one with -benchtime 1x, e.g.
 //
