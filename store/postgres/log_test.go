@@ -89,6 +89,52 @@ func TestTwoAppendersAtTheSameHead(t *testing.T) {
 	}
 }
 
+// TestConcurrentBatchAppendsShareBlobs has sessions append batches at once
+// that all bring the same two blobs (half of them in the other order) and
+// each an edge from a blob of its own to one of them: the shared rows are
+// written under every append's lock without a deadlock or a unique
+// violation, and every append commits whole.
+func TestConcurrentBatchAppendsShareBlobs(t *testing.T) {
+	ctx := context.Background()
+	db, _ := connect(t)
+	s := openStore(t, db, "default", nil)
+	shared, other := []byte("the instructions every session brings"), []byte("a tool's schema every session brings")
+	const sessions, rounds = 6, 8
+	var wg sync.WaitGroup
+	errs := make([]error, sessions)
+	for i := range sessions {
+		wg.Go(func() {
+			id := fmt.Sprintf("batch-%d", i)
+			for r := range rounds {
+				own := []byte(fmt.Sprintf("session %d round %d", i, r))
+				blobs := [][]byte{own, shared, other}
+				if i%2 == 1 {
+					blobs = [][]byte{other, shared, own}
+				}
+				b := store.Batch{Blobs: blobs, Edges: []store.Edge{{Parent: content.Sum(own), Children: []content.Digest{content.Sum(shared)}}}}
+				if _, err := s.AppendBatch(ctx, id, int64(r), []core.Proposal{refsTo(content.Sum(own), content.Sum(shared), content.Sum(other))}, b); err != nil {
+					errs[i] = fmt.Errorf("%s round %d: %w", id, r, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	for i := range sessions {
+		id := fmt.Sprintf("batch-%d", i)
+		if l, err := s.Session(ctx, id); err != nil || l.Head != rounds {
+			t.Fatalf("%s: head %d, %v; want %d", id, l.Head, err, rounds)
+		}
+		own := content.Sum([]byte(fmt.Sprintf("session %d round %d", i, rounds-1)))
+		if kids, err := s.Children(ctx, own); err != nil || len(kids) != 1 || kids[0] != content.Sum(shared) {
+			t.Fatalf("%s: children of its last blob %v, %v; want the shared blob", id, kids, err)
+		}
+	}
+}
+
 // TestRootedBlobCannotBeDeleted: once an append has rooted a blob, a
 // collector's DELETE of its row fails on the foreign key.
 func TestRootedBlobCannotBeDeleted(t *testing.T) {
