@@ -98,11 +98,25 @@ type CompactWork struct {
 // and results of tool work still open; input not yet consumed is not in the
 // context at all.
 func (s *State) Compactable() []Entry {
-	open := map[string]bool{}
+	var out []Entry
+	s.eachCompactable(func(e Entry) bool {
+		out = append(out, e)
+		return true
+	})
+	return out
+}
+
+// eachCompactable calls fn with the entries Compactable returns, in order,
+// until fn returns false, without collecting them: the automatic
+// compaction gate asks for their tokens after every turn.
+func (s *State) eachCompactable(fn func(Entry) bool) {
+	var open map[string]bool // nil while no tool call is open, as between turns
 	for _, c := range s.OpenCalls() {
+		if open == nil {
+			open = map[string]bool{}
+		}
 		open[c.CallID] = true
 	}
-	var out []Entry
 	for _, e := range s.Context() {
 		switch e.Kind {
 		case EntryInstructions, EntrySkillActivation:
@@ -116,9 +130,10 @@ func (s *State) Compactable() []Entry {
 				continue
 			}
 		}
-		out = append(out, e)
+		if !fn(e) {
+			return
+		}
 	}
-	return out
 }
 
 // CompactableTokens sums the token estimates of the compactable entries. It
@@ -126,12 +141,18 @@ func (s *State) Compactable() []Entry {
 // estimate, or a sum that overflows. Provider usage is never substituted.
 func (s *State) CompactableTokens() (int64, bool) {
 	var sum int64
-	for _, e := range s.Compactable() {
+	ok := true
+	s.eachCompactable(func(e Entry) bool {
 		t := e.TokenEstimate
 		if t.Quality == "" || t.Tokens < 0 || t.Tokens > math.MaxInt64-sum {
-			return 0, false
+			ok = false
+			return false
 		}
 		sum += t.Tokens
+		return true
+	})
+	if !ok {
+		return 0, false
 	}
 	return sum, true
 }
