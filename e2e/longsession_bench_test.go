@@ -75,6 +75,16 @@ func BenchmarkServeLongKinds(b *testing.B) {
 	}
 }
 
+// BenchmarkServeLongChatCompacted is BenchmarkServeLongChat with the
+// compaction a session that lives for months runs with: the model
+// summarizes the conversation whenever it reaches 4,000 estimated tokens
+// (about every 100 turns here), so the context, and each request, stay
+// bounded while the history grows.
+func BenchmarkServeLongChatCompacted(b *testing.B) {
+	runScenario(b, scenario{turns: benchTurns(b), respond: func([]byte) string { return textResponse("chatcmpl-bench", "Noted.") },
+		compaction: &core.Compaction{Mode: core.CompactionProviderStandalone, ThresholdTokens: 4000, TargetTokens: 500}})
+}
+
 // BenchmarkServeLongChatPostgres is BenchmarkServeLongChat on the hosted
 // store: `cairn serve --postgres URL` (a fresh database, migrated, with one
 // universe whose key the client sends). "stored-MB" is then what the
@@ -146,6 +156,8 @@ type scenario struct {
 	// stream has the provider record ask for streams, and the fake send
 	// its answers as the provider's event streams.
 	stream bool
+	// compaction is the session's compaction policy (none when nil).
+	compaction *core.Compaction
 	// postgres serves from a fresh PostgreSQL database (hosted mode)
 	// instead of a data directory; temporal also runs the session on
 	// Temporal, with one worker.
@@ -233,7 +245,7 @@ func runScenario(b *testing.B, sc scenario) scenarioResult {
 		if kind == "" {
 			kind = core.APIChatCompletions
 		}
-		params := api.CreateSessionParams{Model: core.ModelSelection{ProviderID: "fake", APIKind: kind, Model: "m"}, Tools: sc.tools}
+		params := api.CreateSessionParams{Model: core.ModelSelection{ProviderID: "fake", APIKind: kind, Model: "m"}, Tools: sc.tools, Compaction: sc.compaction}
 		if len(sc.files) > 0 {
 			if _, err := c.CreateWorkspace(ctx, api.WorkspaceCreateParams{Workspace: "bench"}); err != nil {
 				b.Fatal(err)
