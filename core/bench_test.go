@@ -35,9 +35,10 @@ func (s *benchStore) settle(b *testing.B, d *core.Drive, at int64) core.Intent {
 	}
 }
 
-// contextSession returns the log of an idle session whose context holds n entries.
-func contextSession(b *testing.B, n int) []core.Event {
-	h := newHarness(b, testConfig("a", "b"))
+// contextSession returns the log of an idle session with configuration
+// cfg whose context holds n entries.
+func contextSession(b *testing.B, cfg core.SessionConfig, n int) []core.Event {
+	h := newHarness(b, cfg)
 	for h.state().EntryCount() < n {
 		h.mustAdmit(core.AppendContext{AtMs: h.tick(), Entries: []core.EntryInput{entryText(core.EntryMessage, "", "message "+itoa(h.state().EntryCount()))}})
 	}
@@ -57,10 +58,21 @@ func BenchmarkTurn(b *testing.B) { benchmarkTurn(b, 200, 10) }
 // adds, not what the context holds.
 func BenchmarkTurnAt20000Entries(b *testing.B) { benchmarkTurn(b, 20_000, 0) }
 
+// BenchmarkTurnUnderACompactionThreshold is BenchmarkTurn in a session
+// with automatic compaction whose threshold the context stays under: the
+// gate sums the context's token estimates after each step of a turn.
+func BenchmarkTurnUnderACompactionThreshold(b *testing.B) {
+	benchmarkTurnWith(b, standalone(1<<40), 200, 10)
+}
+
 // benchmarkTurn runs turns on a context of entries entries, put back every
 // resetEvery turns (0: never).
 func benchmarkTurn(b *testing.B, entries, resetEvery int) {
-	base := contextSession(b, entries)
+	benchmarkTurnWith(b, testConfig("a", "b"), entries, resetEvery)
+}
+
+func benchmarkTurnWith(b *testing.B, cfg core.SessionConfig, entries, resetEvery int) {
+	base := contextSession(b, cfg, entries)
 	answer := assistant("done")
 	var (
 		d     *core.Drive
