@@ -193,6 +193,7 @@ func (cp checkpoint) state() (*State, error) {
 		s.entries = nil
 	}
 	s.recount()
+	s.putInRequestOrder() // a checkpoint written before the entries were kept in it
 	for _, e := range s.entries {
 		if _, dup := s.entryIDs[e.ID]; dup || e.ID == "" {
 			return nil, &CheckpointError{"duplicate or empty entry id " + e.ID}

@@ -144,13 +144,46 @@ func (s *State) applyEntries(entries []Entry) error {
 				continue
 			}
 		}
-		s.entries = append(s.entries, e)
+		if e.Kind == EntryInstructions && s.inRequestOrder() {
+			s.insertInstructions(e)
+		} else {
+			s.entries = append(s.entries, e)
+		}
 		s.count(&e, 1)
 		if e.Kind == EntryCatalog && e.Key != "" {
 			s.trimSuperseded(e.Key)
 		}
 	}
 	return nil
+}
+
+// insertInstructions puts a new instruction entry among the leading ones,
+// in key order, in a new slice (see copyOnWrite), so that entries stay in
+// request order and Context hands them over without a copy: appended
+// after the conversation, an instruction added mid-session would have cost
+// every later turn a copy of the whole context. Context's order is the
+// same either way. s must be in request order.
+func (s *State) insertInstructions(e Entry) {
+	at := 0
+	for at < s.instructions && s.entries[at].Key < e.Key {
+		at++
+	}
+	out := make([]Entry, 0, len(s.entries)+1)
+	out = append(out, s.entries[:at]...)
+	out = append(out, e)
+	s.entries = append(out, s.entries[at:]...)
+}
+
+// putInRequestOrder reorders the entries to their request order when they
+// are not in it, as a state whose instructions were appended after its
+// conversation (before insertInstructions) holds them.
+func (s *State) putInRequestOrder() {
+	if len(s.entries) == 0 || s.inRequestOrder() {
+		return
+	}
+	out := make([]Entry, 0, len(s.entries))
+	s.eachInContext(func(e *Entry) { out = append(out, *e) })
+	s.entries = out
 }
 
 func (s *State) indexOfKey(key string) int {

@@ -1,6 +1,7 @@
 package core_test
 
 import (
+	"encoding/json"
 	"errors"
 	"reflect"
 	"slices"
@@ -327,4 +328,53 @@ func TestSpec_RequestOrderSurvivesEveryChange(t *testing.T) {
 	add(entryText(core.EntryInstructions, "instructions.c", "c"))
 	h.mustAdmit(core.RemoveContext{AtMs: h.tick(), Keys: []string{"instructions.b"}})
 	check("the first instruction removed")
+}
+
+// An instruction added after the conversation joins the leading ones, so
+// the context is still handed over without a copy (a turn must not pay
+// for the session's length); so is a state restored from a checkpoint
+// whose entries were stored with that instruction after the conversation,
+// as older states held them.
+func TestSpec_AnInstructionAddedLateKeepsTheContextUncopied(t *testing.T) {
+	h := newHarness(t, testConfig()) // instructions.main
+	for i := range 50 {
+		h.mustAdmit(core.AppendContext{AtMs: h.tick(), Entries: []core.EntryInput{entryText(core.EntryMessage, "", "m"+itoa(i))}})
+	}
+	h.mustAdmit(core.AppendContext{AtMs: h.tick(), Entries: []core.EntryInput{entryText(core.EntryInstructions, "instructions.late", "added late")}})
+	uncopied := func(what string, st *core.State) []core.Entry {
+		t.Helper()
+		ctx := st.Context()
+		if ctx[0].Key != "instructions.late" || ctx[1].Key != "instructions.main" || ctx[2].Kind != core.EntryMessage {
+			t.Fatalf("%s: context starts %s, %s, %s; want both instructions by key, then the messages", what, ctx[0].Key, ctx[1].Key, ctx[2].Kind)
+		}
+		if n := testing.AllocsPerRun(10, func() { _ = st.Context() }); n != 0 {
+			t.Fatalf("%s: Context allocates %v times: it copies the context", what, n)
+		}
+		return ctx
+	}
+	want := uncopied("live", h.state())
+
+	// The same state as an older binary stored it: the late instruction
+	// after the messages.
+	data, err := core.EncodeCheckpoint(h.state())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cp map[string]any
+	if err := json.Unmarshal(data, &cp); err != nil {
+		t.Fatal(err)
+	}
+	es := cp["entries"].([]any)
+	cp["entries"] = append(slices.Clone(es[1:]), es[0]) // instructions.late, last
+	old, err := json.Marshal(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored, err := core.DecodeCheckpoint(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := uncopied("restored", restored); !reflect.DeepEqual(got, want) {
+		t.Fatalf("the restored context differs:\n got %v\nwant %v", got, want)
+	}
 }
