@@ -99,8 +99,8 @@ type CompactWork struct {
 // context at all.
 func (s *State) Compactable() []Entry {
 	var out []Entry
-	s.eachCompactable(func(e Entry) bool {
-		out = append(out, e)
+	s.eachCompactable(func(e *Entry) bool {
+		out = append(out, *e)
 		return true
 	})
 	return out
@@ -109,7 +109,7 @@ func (s *State) Compactable() []Entry {
 // eachCompactable calls fn with the entries Compactable returns, in order,
 // until fn returns false, without collecting them: the automatic
 // compaction gate asks for their tokens after every turn.
-func (s *State) eachCompactable(fn func(Entry) bool) {
+func (s *State) eachCompactable(fn func(*Entry) bool) {
 	var open map[string]bool // nil while no tool call is open, as between turns
 	for _, c := range s.OpenCalls() {
 		if open == nil {
@@ -117,12 +117,23 @@ func (s *State) eachCompactable(fn func(Entry) bool) {
 		}
 		open[c.CallID] = true
 	}
-	for _, e := range s.Context() {
+	var superseded map[string]bool // built at the first catalog: State.superseded reads every entry
+	ctx := s.Context()
+	for i := range ctx {
+		e := &ctx[i] // an entry is large: a copy of each cost more than the rest
 		switch e.Kind {
 		case EntryInstructions, EntrySkillActivation:
 			continue
 		case EntryCatalog:
-			if !s.superseded(e.ID) {
+			if superseded == nil {
+				superseded = map[string]bool{}
+				for j := range ctx {
+					if id := ctx[j].Supersedes; id != "" {
+						superseded[id] = true
+					}
+				}
+			}
+			if !superseded[e.ID] {
 				continue
 			}
 		case EntryToolCall, EntryToolResult:
@@ -142,7 +153,7 @@ func (s *State) eachCompactable(fn func(Entry) bool) {
 func (s *State) CompactableTokens() (int64, bool) {
 	var sum int64
 	ok := true
-	s.eachCompactable(func(e Entry) bool {
+	s.eachCompactable(func(e *Entry) bool {
 		t := e.TokenEstimate
 		if t.Quality == "" || t.Tokens < 0 || t.Tokens > math.MaxInt64-sum {
 			ok = false
