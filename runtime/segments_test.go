@@ -381,20 +381,8 @@ func TestVeryLongSegmentListsArePaged(t *testing.T) {
 	checkEdgesAreRefs(t, mem, files, ref.Digest, ix.Pages[0].Ref)
 	checkReadsBack(t, mem, ref, first)
 
-	next := append(slices.Clone(first), segments(20, "next")...)
-	counted.puts, edges.recorded = 0, 0
-	ref2, err := runtime.PutSegments(x, ctx, nil, next)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if counted.puts != 3 || edges.recorded != 3+1 {
-		t.Fatalf("the next turn stored %d blobs and recorded %d edges; want 3 (its last chunk, that chunk's page and its index) and 4 (index to pages, page to its chunk)",
-			counted.puts, edges.recorded)
-	}
-	if want, err := runtime.PutSegments(&runtime.Executor{Blobs: mem, Files: files}, ctx, nil, next); err != nil || want != ref2 {
-		t.Fatalf("stored as %v, and as %v (%v) by an executor that remembers nothing", ref2, want, err)
-	}
-	checkReadsBack(t, mem, ref2, next)
+	checkNextTurn(t, x, mem, files, counted, edges, first, 3, 3+1,
+		"3 (its last chunk, that chunk's page and its index) and 4 (index to pages, page to its chunk)")
 }
 
 // A list of more than core.SegmentPage pages is stored behind pages of
@@ -429,20 +417,8 @@ func TestSegmentPagesNestWhileALevelHasMoreThanAPage(t *testing.T) {
 	checkEdgesAreRefs(t, mem, files, ref.Digest, index.Pages[0].Ref, upper.Pages[0].Ref)
 	checkReadsBack(t, mem, ref, first)
 
-	next := append(slices.Clone(first), segments(20, "next")...)
-	counted.puts, edges.recorded = 0, 0
-	ref2, err := runtime.PutSegments(x, ctx, nil, next)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if counted.puts != 4 || edges.recorded != 2+1+1 {
-		t.Fatalf("the next turn stored %d blobs and recorded %d edges; want 4 (its last chunk, that chunk's page, that page's page and its index) and 4 (index to pages, one to each changed page)",
-			counted.puts, edges.recorded)
-	}
-	if want, err := runtime.PutSegments(&runtime.Executor{Blobs: mem, Files: files}, ctx, nil, next); err != nil || want != ref2 {
-		t.Fatalf("stored as %v, and as %v (%v) by an executor that remembers nothing", ref2, want, err)
-	}
-	checkReadsBack(t, mem, ref2, next)
+	checkNextTurn(t, x, mem, files, counted, edges, first, 4, 2+1+1,
+		"4 (its last chunk, that chunk's page, that page's page and its index) and 4 (index to pages, one to each changed page)")
 
 	// An index that claims one level more than its pages hold is refused.
 	wrong, err := json.Marshal(core.SegmentIndex{Pages: index.Pages, Depth: 2})
@@ -456,6 +432,29 @@ func TestSegmentPagesNestWhileALevelHasMoreThanAPage(t *testing.T) {
 	if _, err := readSegments(ctx, mem, bad); err == nil {
 		t.Fatal("an index of depth 2 over pages of depth 0 was read")
 	}
+}
+
+// checkNextTurn stores first and 20 more segments through x, as the next
+// turn does, and fails unless it stored puts blobs and recorded edges
+// edges (want says which), an executor that remembers nothing stores the
+// same list, and the list reads back as stored.
+func checkNextTurn(t *testing.T, x *runtime.Executor, mem *blob.Memory, files *store.Memory, counted *countingBlobs, edges *countingEdges,
+	first []core.CacheSegment, puts, recorded int, want string) {
+	t.Helper()
+	ctx := context.Background()
+	next := append(slices.Clone(first), segments(20, "next")...)
+	counted.puts, edges.recorded = 0, 0
+	ref, err := runtime.PutSegments(x, ctx, nil, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counted.puts != puts || edges.recorded != recorded {
+		t.Fatalf("the next turn stored %d blobs and recorded %d edges; want %s", counted.puts, edges.recorded, want)
+	}
+	if fresh, err := runtime.PutSegments(&runtime.Executor{Blobs: mem, Files: files}, ctx, nil, next); err != nil || fresh != ref {
+		t.Fatalf("stored as %v, and as %v (%v) by an executor that remembers nothing", ref, fresh, err)
+	}
+	checkReadsBack(t, mem, ref, next)
 }
 
 // checkEdgesAreRefs fails unless each parent's edges are exactly the refs
