@@ -382,7 +382,7 @@ func TestVeryLongSegmentListsArePaged(t *testing.T) {
 	checkReadsBack(t, mem, ref, first)
 
 	checkNextTurn(t, x, mem, files, counted, edges, first, 3, 3+1,
-		"3 (its last chunk, that chunk's page and its index) and 4 (index to pages, page to its chunk)")
+		"its last chunk, that chunk's page and its index; edges from the index to its pages, and from that page to its chunk")
 }
 
 // A list of more than core.SegmentPage pages is stored behind pages of
@@ -418,7 +418,7 @@ func TestSegmentPagesNestWhileALevelHasMoreThanAPage(t *testing.T) {
 	checkReadsBack(t, mem, ref, first)
 
 	checkNextTurn(t, x, mem, files, counted, edges, first, 4, 2+1+1,
-		"4 (its last chunk, that chunk's page, that page's page and its index) and 4 (index to pages, one to each changed page)")
+		"its last chunk, that chunk's page, that page's page and its index; edges from the index to its pages, and one to each changed page")
 
 	// An index that claims one level more than its pages hold is refused.
 	wrong, err := json.Marshal(core.SegmentIndex{Pages: index.Pages, Depth: 2})
@@ -436,7 +436,7 @@ func TestSegmentPagesNestWhileALevelHasMoreThanAPage(t *testing.T) {
 
 // checkNextTurn stores first and 20 more segments through x, as the next
 // turn does, and fails unless it stored puts blobs and recorded edges
-// edges (want says which), an executor that remembers nothing stores the
+// edges (want says which ones), an executor that remembers nothing stores the
 // same list, and the list reads back as stored.
 func checkNextTurn(t *testing.T, x *runtime.Executor, mem *blob.Memory, files *store.Memory, counted *countingBlobs, edges *countingEdges,
 	first []core.CacheSegment, puts, recorded int, want string) {
@@ -449,7 +449,7 @@ func checkNextTurn(t *testing.T, x *runtime.Executor, mem *blob.Memory, files *s
 		t.Fatal(err)
 	}
 	if counted.puts != puts || edges.recorded != recorded {
-		t.Fatalf("the next turn stored %d blobs and recorded %d edges; want %s", counted.puts, edges.recorded, want)
+		t.Fatalf("the next turn stored %d blobs and recorded %d edges; want %d and %d: %s", counted.puts, edges.recorded, puts, recorded, want)
 	}
 	if fresh, err := runtime.PutSegments(&runtime.Executor{Blobs: mem, Files: files}, ctx, nil, next); err != nil || fresh != ref {
 		t.Fatalf("stored as %v, and as %v (%v) by an executor that remembers nothing", ref, fresh, err)
