@@ -21,7 +21,7 @@ import (
 
 // Re-record the histories after a deliberate, versioned workflow change:
 //
-//	CAIRN_TEST_TEMPORAL=127.0.0.1:7233 go test ./runtime/temporal -run TestReplay_RecordHistories -record-histories
+//	CAIRN_TEST_TEMPORAL=127.0.0.1:7233 go test ./runtime/temporal -run TestReplay_RecordedHistories -record-histories
 var recordHistories = flag.Bool("record-histories", false, "record testdata/histories from runs against the Temporal dev server")
 
 const historyDir = "testdata/histories"
@@ -29,8 +29,11 @@ const historyDir = "testdata/histories"
 // Histories recorded from real runs replay with today's workflow code: a
 // change that would break workflows already running (nondeterminism) fails
 // here. Each is replayed several times, so code depending on map order is
-// caught too.
+// caught too. With -record-histories it records them first.
 func TestReplay_RecordedHistories(t *testing.T) {
+	if *recordHistories {
+		recordScenarios(t)
+	}
 	files, err := filepath.Glob(filepath.Join(historyDir, "*.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -51,12 +54,9 @@ func TestReplay_RecordedHistories(t *testing.T) {
 	}
 }
 
-// TestReplay_RecordHistories runs the scenarios against the dev server and
-// writes their histories (only with -record-histories).
-func TestReplay_RecordHistories(t *testing.T) {
-	if !*recordHistories {
-		t.Skip("records only with -record-histories")
-	}
+// recordScenarios runs the scenarios against the dev server and writes
+// their histories.
+func recordScenarios(t *testing.T) {
 	if err := os.MkdirAll(historyDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
