@@ -178,12 +178,9 @@ func (s *State) insertInstructions(e Entry) {
 // are not in it, as a state whose instructions were appended after its
 // conversation (before insertInstructions) holds them.
 func (s *State) putInRequestOrder() {
-	if len(s.entries) == 0 || s.inRequestOrder() {
-		return
+	if !s.inRequestOrder() {
+		s.entries = s.Context() // a copy in request order
 	}
-	out := make([]Entry, 0, len(s.entries))
-	s.eachInContext(func(e *Entry) { out = append(out, *e) })
-	s.entries = out
 }
 
 func (s *State) indexOfKey(key string) int {
