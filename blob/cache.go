@@ -50,6 +50,30 @@ func (c *cached) Get(ctx context.Context, d content.Digest) ([]byte, error) {
 	return data, nil
 }
 
+// GetMany implements ManyGetter: what the cache holds, and the rest from
+// the inner store in one call. What that call reads is not cached: it is
+// for one request (a session's first in this process), which lowers it
+// once, and caching it could push out the blobs the next turns read.
+func (c *cached) GetMany(ctx context.Context, ds []content.Digest) (map[content.Digest][]byte, error) {
+	out := make(map[content.Digest][]byte, len(ds))
+	var rest []content.Digest
+	for _, d := range ds {
+		if data, ok := c.lookup(d); ok {
+			out[d] = data
+		} else {
+			rest = append(rest, d)
+		}
+	}
+	got, err := GetMany(ctx, c.inner, rest)
+	if err != nil {
+		return nil, err
+	}
+	for d, data := range got {
+		out[d] = data
+	}
+	return out, nil
+}
+
 // Warm keeps copies of blobs that were just stored, when s is a Cached
 // store: a session's next request lowers what its last turn wrote (the
 // user's input, the answer), and reading it back from the store cost

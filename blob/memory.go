@@ -2,6 +2,7 @@ package blob
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -102,6 +103,22 @@ func (m *Memory) Get(ctx context.Context, d content.Digest) ([]byte, error) {
 	copy(out, data)
 	if err := Verify(d, out); err != nil {
 		return nil, err
+	}
+	return out, nil
+}
+
+// GetMany implements ManyGetter: every digest of ds it holds.
+func (m *Memory) GetMany(ctx context.Context, ds []content.Digest) (map[content.Digest][]byte, error) {
+	out := make(map[content.Digest][]byte, len(ds))
+	for _, d := range ds {
+		data, err := m.Get(ctx, d)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[d] = data
 	}
 	return out, nil
 }

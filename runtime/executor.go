@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -88,7 +89,8 @@ func (x *Executor) GenerateHeld(ctx context.Context, sessionID string, w core.Ge
 }
 
 func (x *Executor) generate(ctx context.Context, sessionID string, w core.GenerateWork, hold bool) (core.GenerationResult, store.Batch, error) {
-	if !x.fingerprintMatches(sessionID, w) {
+	matches, cold := x.fingerprintMatches(sessionID, w)
+	if !matches {
 		return core.GenerationResult{}, store.Batch{}, fmt.Errorf("%w: planned %s, rebuilt %s", ErrFingerprintMismatch, w.Fingerprint, core.PlanFingerprint(w.Config, w.Entries))
 	}
 	adapter, ok := x.Adapters[w.Config.Model.APIKind]
@@ -111,12 +113,16 @@ func (x *Executor) generate(ctx context.Context, sessionID string, w core.Genera
 			x.OnDelta(sessionID, GenerationDelta{RunID: w.RunID, Turn: w.Turn, Kind: d.Kind, Text: d.Text, CallID: d.CallID, Name: d.Name})
 		}
 	}
+	var preloaded map[content.Digest][]byte
+	if cold {
+		preloaded = x.preload(ctx, w.Entries)
+	}
 	x, writes := x.stage(hold)
 	if writes != nil && w.LastSegments != nil {
 		writes.rooted = w.LastSegments.Digest
 	}
 	began := time.Now()
-	out, err := adapter.Generate(ctx, x.Blobs, provider.Request{
+	out, err := adapter.Generate(ctx, blob.Preloaded(x.Blobs, preloaded), provider.Request{
 		SessionID:  sessionID,
 		Model:      w.Config.Model,
 		Entries:    w.Entries,
@@ -157,8 +163,9 @@ func (x *Executor) generate(ctx context.Context, sessionID string, w core.Genera
 
 // fingerprintMatches checks that w's entries are the request its turn
 // planned. x.Pieces keeps the memo of the session's last checked request,
-// so a turn hashes only the entries it added.
-func (x *Executor) fingerprintMatches(sessionID string, w core.GenerateWork) bool {
+// so a turn hashes only the entries it added. cold reports that it kept
+// none: the session's first request here, whose entries nothing lowered.
+func (x *Executor) fingerprintMatches(sessionID string, w core.GenerateWork) (ok, cold bool) {
 	key := append([]byte("fingerprint\x00"), sessionID...)
 	v, _ := x.Pieces.Get(key)
 	memo, _ := v.(*core.FingerprintMemo)
@@ -166,8 +173,43 @@ func (x *Executor) fingerprintMatches(sessionID string, w core.GenerateWork) boo
 	if next != memo && next != nil {
 		x.Pieces.Put(key, next, int64(len(w.Entries))*fingerprintedBytes)
 	}
-	return ok
+	return ok, memo == nil
 }
+
+// preload reads the blobs of entries a page at a time, for a request
+// whose every entry is lowered from its blob: a long session's first turn
+// in a process read them one query each (20,000 at 10,000 turns). It
+// stops past preloadBytes, so that a context of large blobs is not held
+// twice at once; whatever it does not read, the adapter reads itself.
+func (x *Executor) preload(ctx context.Context, entries []core.Entry) map[content.Digest][]byte {
+	out := map[content.Digest][]byte{}
+	var size int
+	for page := range slices.Chunk(entries, preloadPage) {
+		ds := make([]content.Digest, len(page))
+		for i := range page {
+			ds[i] = page[i].Content.Digest
+		}
+		got, err := blob.GetMany(ctx, x.Blobs, ds)
+		if err != nil {
+			x.logger().Warn("preloading a request's blobs failed; reading them one by one", "entries", len(entries), "error", err)
+			return out
+		}
+		for d, data := range got {
+			out[d] = data
+			size += len(data)
+		}
+		if size > preloadBytes {
+			break
+		}
+	}
+	return out
+}
+
+// preloadPage and preloadBytes bound what preload reads at once and in all.
+const (
+	preloadPage  = 1000
+	preloadBytes = 32 << 20
+)
 
 // fingerprintedBytes approximates what a memo keeps per entry.
 const fingerprintedBytes = 64

@@ -101,3 +101,80 @@ func TestGenerateLowersOnlyNewEntries(t *testing.T) {
 		}
 	}
 }
+
+// readingMany is readingBlobs that also reads many blobs at once.
+type readingMany struct {
+	readingBlobs
+	many int
+}
+
+func (r *readingMany) GetMany(ctx context.Context, ds []content.Digest) (map[content.Digest][]byte, error) {
+	r.many++
+	return blob.GetMany(ctx, r.readingBlobs.Store, ds)
+}
+
+// A session's first request in a process lowers every entry of its
+// context: its blobs are read in one call, not one each, and the request
+// is the one an executor that reads them one by one sends.
+func TestGenerateReadsAColdContextAtOnce(t *testing.T) {
+	ctx := context.Background()
+	var bodies [][]byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		bodies = append(bodies, body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Noted."},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}`)
+	}))
+	defer srv.Close()
+	adapters := map[string]provider.Adapter{core.APIChatCompletions: chat.New(endpoint.Static{"p": {BaseURL: srv.URL}}, srv.Client())}
+	mem := blob.NewMemory()
+	files := store.NewMemory(mem)
+	cfg := core.SessionConfig{Model: core.ModelSelection{ProviderID: "p", APIKind: core.APIChatCompletions, Model: "m"}}
+
+	var entries []core.Entry
+	for i := range 200 {
+		kind, role, text := core.EntryMessage, core.RoleUser, fmt.Sprintf("question %d", i/2)
+		if i == 0 {
+			kind, role, text = core.EntryInstructions, "", "Be brief."
+		} else if i%2 == 0 {
+			role, text = core.RoleAssistant, fmt.Sprintf("answer %d", i/2)
+		}
+		ref, err := blob.PutRef(ctx, mem, []byte(text), content.MediaText, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, core.Entry{ID: fmt.Sprintf("e%d", i+1), Kind: kind, Role: role, Source: core.SourceUser, Content: ref})
+	}
+	work := func(entries []core.Entry) core.GenerateWork {
+		return core.GenerateWork{RunID: "r1", Turn: 1, Config: cfg, Entries: entries, Fingerprint: core.PlanFingerprint(cfg, entries)}
+	}
+
+	many := &readingMany{readingBlobs: readingBlobs{Store: mem}}
+	x := &runtime.Executor{Blobs: many, Adapters: adapters, Files: files, Pieces: provider.NewPieces(1 << 20)}
+	if _, err := x.Generate(ctx, "s1", work(entries)); err != nil {
+		t.Fatal(err)
+	}
+	if many.many != 1 || many.gets != 0 {
+		t.Fatalf("a cold request of %d entries read %d batches and %d single blobs, want 1 and 0", len(entries), many.many, many.gets)
+	}
+	one := &readingBlobs{Store: mem} // no GetMany
+	if _, err := (&runtime.Executor{Blobs: one, Adapters: adapters, Files: files}).Generate(ctx, "s1", work(entries)); err != nil {
+		t.Fatal(err)
+	}
+	if one.gets != len(entries) || string(bodies[0]) != string(bodies[1]) {
+		t.Fatalf("read one by one: %d gets for %d entries; same request: %v", one.gets, len(entries), string(bodies[0]) == string(bodies[1]))
+	}
+
+	// The next request is warm: it reads its new entry alone.
+	ref, err := blob.PutRef(ctx, mem, []byte("one more question"), content.MediaText, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries = append(entries, core.Entry{ID: "e201", Kind: core.EntryMessage, Role: core.RoleUser, Source: core.SourceUser, Content: ref})
+	if _, err := x.Generate(ctx, "s1", work(entries)); err != nil {
+		t.Fatal(err)
+	}
+	if many.many != 1 || many.gets != 1 {
+		t.Fatalf("the warm request read %d batches and %d single blobs in all, want still 1 batch and 1 blob", many.many, many.gets)
+	}
+}

@@ -174,10 +174,18 @@ func decodeCheckpoint(ctx context.Context, blobs blob.Store, data []byte) (*core
 		if len(need) == 0 {
 			return core.DecodeCheckpointParts(data, have)
 		}
+		// A level's chunks in one read where the store can; Get reads
+		// the rest.
+		got, err := blob.GetMany(ctx, blobs, need)
+		if err != nil {
+			return nil, fmt.Errorf("reading its chunks: %w", err)
+		}
 		for _, d := range need {
-			b, err := blobs.Get(ctx, d)
-			if err != nil {
-				return nil, fmt.Errorf("reading its chunk %s: %w", d, err)
+			b, ok := got[d]
+			if !ok {
+				if b, err = blobs.Get(ctx, d); err != nil {
+					return nil, fmt.Errorf("reading its chunk %s: %w", d, err)
+				}
 			}
 			have[d] = b
 		}

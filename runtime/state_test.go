@@ -643,8 +643,14 @@ func TestCheckpointPolicy_StoresChangedChunksAndRecoversCollectedOnes(t *testing
 	if err != nil || third.Seq != s.drive.State().Head || cps.failed != 1 || puts.n < all {
 		t.Fatalf("third checkpoint: %+v, %v; the batch failed %d times, %d blobs stored (first stored %d)", third, err, cps.failed, puts.n, all)
 	}
-	if _, rep, err := runtime.LoadStateReport(s.ctx, s.log, s.log, s.blobs, "s1", nil); err != nil || rep.CheckpointSeq != third.Seq || rep.Fallback != "" {
+	reads := &readingMany{readingBlobs: readingBlobs{Store: s.blobs}}
+	if _, rep, err := runtime.LoadStateReport(s.ctx, s.log, s.log, reads, "s1", nil); err != nil || rep.CheckpointSeq != third.Seq || rep.Fallback != "" {
 		t.Fatalf("load after the third checkpoint: %+v, %v", rep, err)
+	}
+	// The index is one read; the pages it names one batch, and the
+	// chunks they name another.
+	if reads.gets != 1 || reads.many != 2 {
+		t.Fatalf("loading the checkpoint read %d single blobs and %d batches, want 1 and 2", reads.gets, reads.many)
 	}
 }
 

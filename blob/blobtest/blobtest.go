@@ -34,6 +34,7 @@ func Run(t *testing.T, newStore func(t *testing.T) blob.Store) {
 		{"ConcurrentPutsOfDifferentBytes", testConcurrentDifferent},
 		{"UsageCountsBlobsAndBytes", testUsage},
 		{"CallerSlicesDoNotAliasStoredBytes", testNoAliasing},
+		{"GetManyReadsWhatItHolds", testGetMany},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
@@ -297,4 +298,45 @@ func testNoAliasing(t *testing.T, s blob.Store) {
 	}
 	got[0] = 'Y' // the caller scribbles on what Get returned
 	mustGet(t, s, d, want)
+}
+
+// testGetMany: every backend reads many blobs at once (blob.ManyGetter),
+// whatever form each is stored in, leaves out the ones it does not hold,
+// and hands out bytes a caller may change.
+func testGetMany(t *testing.T, s blob.Store) {
+	ctx := context.Background()
+	if _, ok := s.(blob.ManyGetter); !ok {
+		t.Fatalf("%T does not read many blobs at once (blob.ManyGetter)", s)
+	}
+	small := []byte("a short message")
+	compressible := bytes.Repeat([]byte("the same words again "), 500)
+	large := Bytes(11, 64<<10+1)
+	var ds []content.Digest
+	for _, data := range [][]byte{small, compressible, {}, large} {
+		ds = append(ds, mustPut(t, s, data))
+	}
+	absent := content.Sum([]byte("never stored"))
+	got, err := blob.GetMany(ctx, s, append([]content.Digest{absent, ds[0]}, ds...))
+	if err != nil {
+		t.Fatalf("GetMany: %v", err)
+	}
+	if _, ok := got[absent]; ok {
+		t.Fatalf("GetMany returned bytes for %s, which was never stored", absent)
+	}
+	for d, data := range got {
+		if content.Sum(data) != d {
+			t.Fatalf("GetMany returned %d bytes under %s that do not hash to it", len(data), d)
+		}
+	}
+	// The large blob may be left for Get; what fits inline may not.
+	for i, data := range [][]byte{small, compressible, {}} {
+		if _, ok := got[ds[i]]; !ok {
+			t.Fatalf("GetMany left out a stored blob of %d bytes", len(data))
+		}
+	}
+	got[ds[0]][0] = 'X' // the caller scribbles on what it was given
+	mustGet(t, s, ds[0], small)
+	if again, err := blob.GetMany(ctx, s, ds[:1]); err != nil || !bytes.Equal(again[ds[0]], small) {
+		t.Fatalf("GetMany after a caller changed its bytes: %q, %v", again[ds[0]], err)
+	}
 }

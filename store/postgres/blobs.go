@@ -189,18 +189,57 @@ func (s *Store) Get(ctx context.Context, d content.Digest) ([]byte, error) {
 				return nil, fmt.Errorf("postgres: get blob %s: %w", d, err)
 			}
 		}
-		if int64(len(data)) != size {
-			return nil, fmt.Errorf("%w: %s: %d bytes stored, %d recorded", blob.ErrCorrupt, d, len(data), size)
-		}
-		if err := blob.Verify(d, data); err != nil {
-			return nil, err
-		}
-		if data == nil {
-			data = []byte{}
-		}
-		return data, nil
+		return checked(d, data, size)
 	}
 }
+
+// checked is a blob's body once it has the size recorded and hashes to d.
+func checked(d content.Digest, data []byte, size int64) ([]byte, error) {
+	if int64(len(data)) != size {
+		return nil, fmt.Errorf("%w: %s: %d bytes stored, %d recorded", blob.ErrCorrupt, d, len(data), size)
+	}
+	if err := blob.Verify(d, data); err != nil {
+		return nil, err
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	return data, nil
+}
+
+// GetMany implements blob.ManyGetter: the blobs of ds stored inline, in
+// one query a page of digests. A body in object storage is left for Get.
+func (s *Store) GetMany(ctx context.Context, ds []content.Digest) (map[content.Digest][]byte, error) {
+	out := make(map[content.Digest][]byte, len(ds))
+	for page := range slices.Chunk(ds, getManyPage) {
+		rows, err := s.pool.Query(ctx, `SELECT digest, size, inline FROM blobs
+			WHERE universe = $1 AND digest = ANY($2) AND inline IS NOT NULL`, s.universe, digestArgs(page))
+		if err != nil {
+			return nil, fmt.Errorf("postgres: get blobs: %w", err)
+		}
+		var raw, inline []byte
+		var size int64
+		_, err = pgx.ForEachRow(rows, []any{&raw, &size, &inline}, func() error {
+			ds, err := parseDigests([][]byte{raw})
+			if err != nil {
+				return err
+			}
+			data, err := checked(ds[0], slices.Clone(inline), size)
+			if err != nil {
+				return err
+			}
+			out[ds[0]] = data
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("postgres: get blobs: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// getManyPage bounds one GetMany query: its rows are held until it ends.
+const getManyPage = 1000
 
 // Missing implements blob.Store.
 func (s *Store) Missing(ctx context.Context, ds []content.Digest) ([]content.Digest, error) {

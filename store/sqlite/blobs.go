@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/cairn-agents/cairn/blob"
 	"github.com/cairn-agents/cairn/content"
@@ -123,6 +124,11 @@ func (s *Store) Get(ctx context.Context, d content.Digest) ([]byte, error) {
 			return nil, fmt.Errorf("sqlite: get blob %s: %w", d, err)
 		}
 	}
+	return checked(d, data, size)
+}
+
+// checked is a blob's body once it has the size recorded and hashes to d.
+func checked(d content.Digest, data []byte, size int64) ([]byte, error) {
 	if int64(len(data)) != size {
 		return nil, fmt.Errorf("%w: %s: %d bytes stored, %d recorded", blob.ErrCorrupt, d, len(data), size)
 	}
@@ -133,6 +139,56 @@ func (s *Store) Get(ctx context.Context, d content.Digest) ([]byte, error) {
 		data = []byte{}
 	}
 	return data, nil
+}
+
+// GetMany implements blob.ManyGetter: the blobs of ds stored inline, in
+// one query a page of digests. A body in objects/ is left for Get.
+func (s *Store) GetMany(ctx context.Context, ds []content.Digest) (map[content.Digest][]byte, error) {
+	out := make(map[content.Digest][]byte, len(ds))
+	for page := range slices.Chunk(ds, getManyPage) {
+		raw, err := digestsJSON(page)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.getInline(ctx, raw, out); err != nil {
+			return nil, fmt.Errorf("sqlite: get blobs: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// getManyPage bounds one GetMany query: its rows are held until it ends.
+const getManyPage = 1000
+
+func (s *Store) getInline(ctx context.Context, digestsJSON string, out map[content.Digest][]byte) error {
+	rows, err := s.reads.QueryContext(ctx, `SELECT b.digest, b.size, b.inline, b.encoding FROM blobs AS b
+		WHERE b.universe = ? AND b.digest IN (SELECT value FROM json_each(?)) AND b.inline IS NOT NULL`, s.universe, digestsJSON)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var digest string
+		var size int64
+		var inline []byte
+		var encoding sql.NullString
+		if err := rows.Scan(&digest, &size, &inline, &encoding); err != nil {
+			return err
+		}
+		d, err := content.ParseDigest(digest)
+		if err != nil {
+			return err
+		}
+		data, err := decompressInline(d, inline, encoding.String, size)
+		if err == nil {
+			data, err = checked(d, data, size)
+		}
+		if err != nil {
+			return err
+		}
+		out[d] = data
+	}
+	return rows.Err()
 }
 
 // Missing implements blob.Store.
