@@ -189,3 +189,28 @@ func BenchmarkCheckpointAfter28Turns(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecodeCheckpoint5000Turns measures what a host does to a long
+// chat's checkpoint when the session is loaded again (after a restart or
+// an idle eviction): 10,000 entries and 5,000 runs.
+func BenchmarkDecodeCheckpoint5000Turns(b *testing.B) {
+	h := newHarness(b, testConfig())
+	for i := range 5000 {
+		h.mustAdmit(core.StartRun{AtMs: h.tick(), RunID: "r" + itoa(i), Input: input("question " + itoa(i))})
+		h.answer("answer " + itoa(i))
+	}
+	parts, err := core.EncodeCheckpointParts(h.state(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	chunks := map[content.Digest][]byte{}
+	for _, c := range parts.New {
+		chunks[c.Digest] = c.Data
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := core.DecodeCheckpointParts(parts.Index, chunks); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -441,7 +441,7 @@ func CheckpointNeeds(data []byte, have map[content.Digest][]byte) ([]content.Dig
 			}
 			var down []CheckpointChunk
 			for _, pg := range lists[i].refs {
-				refs, err := decodeChunk[CheckpointChunk](have, pg, checkpointPageFormat)
+				refs, err := decodeChunk[CheckpointChunk](have, pg, checkpointPageFormat, nil)
 				if err != nil {
 					return nil, err
 				}
@@ -503,18 +503,14 @@ func DecodeCheckpointParts(data []byte, chunks map[content.Digest][]byte) (*Stat
 	cp.Entries = make([]Entry, 0, itemCount(entryChunks))
 	cp.Runs = make([]runState, 0, itemCount(runChunks))
 	for _, c := range entryChunks {
-		items, err := decodeChunk[Entry](chunks, c, checkpointEntriesFormat)
-		if err != nil {
+		if cp.Entries, err = decodeChunk(chunks, c, checkpointEntriesFormat, cp.Entries); err != nil {
 			return nil, err
 		}
-		cp.Entries = append(cp.Entries, items...)
 	}
 	for _, c := range runChunks {
-		items, err := decodeChunk[runState](chunks, c, checkpointRunsFormat)
-		if err != nil {
+		if cp.Runs, err = decodeChunk(chunks, c, checkpointRunsFormat, cp.Runs); err != nil {
 			return nil, err
 		}
-		cp.Runs = append(cp.Runs, items...)
 	}
 	return cp.state()
 }
@@ -543,7 +539,7 @@ func unpage(blobs map[content.Digest][]byte, pages []CheckpointChunk, depth int,
 	for range depth + 1 {
 		var out []CheckpointChunk
 		for _, pg := range pages {
-			refs, err := decodeChunk[CheckpointChunk](blobs, pg, checkpointPageFormat)
+			refs, err := decodeChunk[CheckpointChunk](blobs, pg, checkpointPageFormat, nil)
 			if err != nil {
 				return nil, err
 			}
@@ -554,7 +550,11 @@ func unpage(blobs map[content.Digest][]byte, pages []CheckpointChunk, depth int,
 	return pages, nil
 }
 
-func decodeChunk[T any](chunks map[content.Digest][]byte, c CheckpointChunk, format string) ([]T, error) {
+// decodeChunk appends a chunk's items to into. They are decoded in
+// into's spare capacity, where there is room (encoding/json appends a
+// JSON array's elements to the slice it decodes into), not decoded into
+// a slice of their own and copied.
+func decodeChunk[T any](chunks map[content.Digest][]byte, c CheckpointChunk, format string, into []T) ([]T, error) {
 	data, ok := chunks[c.Ref]
 	if !ok {
 		return nil, &CheckpointError{"chunk " + c.Ref.String() + " is missing"}
@@ -562,12 +562,15 @@ func decodeChunk[T any](chunks map[content.Digest][]byte, c CheckpointChunk, for
 	if content.Sum(data) != c.Ref {
 		return nil, &CheckpointError{"chunk " + c.Ref.String() + " does not match its digest"}
 	}
-	var body chunkBody[T]
+	body := chunkBody[T]{Items: into[len(into):]}
 	if err := json.Unmarshal(data, &body); err != nil {
 		return nil, &CheckpointError{"chunk " + c.Ref.String() + " is not JSON: " + err.Error()}
 	}
 	if body.Format != format || len(body.Items) != c.Count {
 		return nil, &CheckpointError{fmt.Sprintf("chunk %s holds %d items of format %q, want %d of %q", c.Ref, len(body.Items), body.Format, c.Count, format)}
 	}
-	return body.Items, nil
+	if len(body.Items) > 0 && len(into) < cap(into) && &body.Items[0] == &into[:len(into)+1][len(into)] {
+		return into[:len(into)+len(body.Items)], nil // decoded in place
+	}
+	return append(into, body.Items...), nil
 }
