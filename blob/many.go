@@ -16,9 +16,14 @@ type ManyGetter interface {
 	GetMany(ctx context.Context, ds []content.Digest) (map[content.Digest][]byte, error)
 }
 
+// Getter is the part of a Store that reads.
+type Getter interface {
+	Get(ctx context.Context, d content.Digest) ([]byte, error)
+}
+
 // GetMany reads what it can of ds from s in one call: nothing when s is
 // not a ManyGetter.
-func GetMany(ctx context.Context, s Store, ds []content.Digest) (map[content.Digest][]byte, error) {
+func GetMany(ctx context.Context, s Getter, ds []content.Digest) (map[content.Digest][]byte, error) {
 	m, ok := s.(ManyGetter)
 	if !ok || len(ds) == 0 {
 		return nil, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/cairn-agents/cairn/blob"
 	"github.com/cairn-agents/cairn/content"
 	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/provider"
@@ -116,9 +117,21 @@ func readChunked(ctx context.Context, blobs BlobGetter, data []byte) ([]core.Cac
 	for _, c := range chunks {
 		total += c.Count
 	}
+	// The chunks no list read lately are read at once (the first request
+	// of a session in a process reads its last list whole).
+	var unread []content.Digest
+	for _, c := range chunks {
+		if _, ok := cachedChunk(c); !ok {
+			unread = append(unread, c.Ref)
+		}
+	}
+	got, err := blob.GetMany(ctx, blobs, unread)
+	if err != nil {
+		return nil, err
+	}
 	segs := make([]core.CacheSegment, 0, total)
 	for i, c := range chunks {
-		chunk, err := readChunk(ctx, blobs, c)
+		chunk, err := readChunk(ctx, blobs, c, got)
 		if err != nil {
 			return nil, fmt.Errorf("segment chunk %d: %w", i, err)
 		}
@@ -156,17 +169,18 @@ func chunksOf(ctx context.Context, blobs BlobGetter, ix core.SegmentIndex, chunk
 }
 
 // readChunk returns the segments of a chunk, decoded once while
-// segmentChunks keeps them. Callers must not modify them.
-func readChunk(ctx context.Context, blobs BlobGetter, c core.SegmentChunkRef) ([]core.CacheSegment, error) {
-	key := c.Ref[:]
-	if v, ok := segmentChunks.Get(key); ok {
-		if chunk := v.([]core.CacheSegment); len(chunk) == c.Count {
-			return chunk, nil
-		}
+// segmentChunks keeps them; its bytes come from got when they are there.
+// Callers must not modify them.
+func readChunk(ctx context.Context, blobs BlobGetter, c core.SegmentChunkRef, got map[content.Digest][]byte) ([]core.CacheSegment, error) {
+	if chunk, ok := cachedChunk(c); ok {
+		return chunk, nil
 	}
-	data, err := blobs.Get(ctx, c.Ref)
-	if err != nil {
-		return nil, err
+	data, ok := got[c.Ref]
+	if !ok {
+		var err error
+		if data, err = blobs.Get(ctx, c.Ref); err != nil {
+			return nil, err
+		}
 	}
 	chunk, err := core.DecodeSegments(data)
 	if err != nil {
@@ -175,6 +189,16 @@ func readChunk(ctx context.Context, blobs BlobGetter, c core.SegmentChunkRef) ([
 	if len(chunk) != c.Count {
 		return nil, fmt.Errorf("it holds %d segments, its index says %d", len(chunk), c.Count)
 	}
-	segmentChunks.Put(key, chunk, int64(len(chunk))*segmentBytes+int64(len(data)))
+	segmentChunks.Put(c.Ref[:], chunk, int64(len(chunk))*segmentBytes+int64(len(data)))
 	return chunk, nil
+}
+
+// cachedChunk is a chunk's segments if segmentChunks keeps them.
+func cachedChunk(c core.SegmentChunkRef) ([]core.CacheSegment, bool) {
+	if v, ok := segmentChunks.Get(c.Ref[:]); ok {
+		if chunk := v.([]core.CacheSegment); len(chunk) == c.Count {
+			return chunk, true
+		}
+	}
+	return nil, false
 }

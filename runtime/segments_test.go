@@ -558,6 +558,35 @@ func TestSegmentChunksAreDecodedOnce(t *testing.T) {
 	}
 }
 
+// The chunks of a list that no read kept decoded are read at once, as
+// the first request of a session in a process reads its last list.
+func TestSegmentChunksNotReadLatelyAreReadAtOnce(t *testing.T) {
+	ctx := context.Background()
+	blobs := blob.NewMemory()
+	x := &runtime.Executor{Blobs: blobs, Files: store.NewMemory(blobs)}
+	want := segments(3*core.SegmentChunk, "read at once")
+	ref, err := runtime.PutSegments(x, ctx, nil, want)
+	if err != nil || ref.MediaType != core.MediaRequestSegmentIndex {
+		t.Fatalf("stored as %s, %v; want an index", ref.MediaType, err)
+	}
+	g := &readingMany{readingBlobs: readingBlobs{Store: blobs}}
+	for _, c := range []struct {
+		name       string
+		gets, many int
+	}{
+		{"first read", 1, 1}, // the index, then its 3 chunks at once
+		{"again", 2, 1},      // the index again; its chunks are kept decoded
+	} {
+		got, err := readSegments(ctx, g, ref)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: read %d segments, %v; want the %d stored", c.name, len(got), err, len(want))
+		}
+		if g.gets != c.gets || g.many != c.many {
+			t.Fatalf("%s: %d blobs read singly and %d batches in all, want %d and %d", c.name, g.gets, g.many, c.gets, c.many)
+		}
+	}
+}
+
 // The bytes a request's facts report, of its whole list and of the part
 // that begins the last list, are the sums of its segments', kept from
 // turn to turn as lists are extended, cut back and stored whole again.

@@ -63,6 +63,30 @@ func (s *staged) Get(ctx context.Context, d content.Digest) ([]byte, error) {
 	return s.Store.Get(ctx, d)
 }
 
+// GetMany implements blob.ManyGetter: what it holds, and the rest from
+// the store in one call.
+func (s *staged) GetMany(ctx context.Context, ds []content.Digest) (map[content.Digest][]byte, error) {
+	var rest []content.Digest
+	for _, d := range ds {
+		if _, ok := s.held[d]; !ok {
+			rest = append(rest, d)
+		}
+	}
+	out, err := blob.GetMany(ctx, s.Store, rest)
+	if err != nil || len(rest) == len(ds) {
+		return out, err
+	}
+	if out == nil {
+		out = map[content.Digest][]byte{}
+	}
+	for _, d := range ds {
+		if i, ok := s.held[d]; ok {
+			out[d] = slices.Clone(s.pending[i])
+		}
+	}
+	return out, nil
+}
+
 func (s *staged) Missing(ctx context.Context, ds []content.Digest) ([]content.Digest, error) {
 	missing, err := s.Store.Missing(ctx, ds)
 	return s.unheld(missing), err
