@@ -35,8 +35,9 @@ import (
 // from /proc, at turns 10, 100, 1,000 and 10,000 as far as the scenario
 // goes (see cpuAt); the bytes its data directory holds once the server has
 // stopped (or its database grew by, see backing); the latency of session/read and of
-// one page of session/context/read after 10 turns and at the end; and of
-// the first session/read after a restart (cold).
+// one page of session/context/read after 10 turns and at the end; of
+// the first session/read after a restart (cold); and the wall and CPU
+// time of the first turn after another restart.
 // CAIRN_BENCH_KEEP=DIR keeps the data directory of an embedded run (DIR
 // must not exist);
 // CAIRN_BENCH_BIN=FILE runs that cairn binary instead of building one. Run
@@ -309,6 +310,22 @@ func runScenario(b *testing.B, sc scenario) scenarioResult {
 			b.Fatal(err)
 		}
 		b.ReportMetric(float64(time.Since(start).Microseconds())/1000, "session/read-ms@cold")
+		stopServer(b, srv)
+		where.stopWorker(b)
+		// A cold turn: the first run after a restart (or an idle
+		// eviction) loads the session's state and lowers its whole
+		// context, which no process has in memory.
+		srv = where.serve(b, bin, cfg)
+		c = where.client(srv)
+		before = where.cpu(b, srv)
+		start = time.Now()
+		run, err := c.StartRun(ctx, api.RunStartParams{SessionID: s.SessionID, Input: []api.InputPart{{Type: "text", Text: "After a restart: a short message."}}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		waitCompleted(b, c, s.SessionID, run.RunID, &head)
+		b.ReportMetric(float64(time.Since(start).Microseconds())/1000, "turn-ms@cold")
+		b.ReportMetric((where.cpu(b, srv)-before).Seconds()*1000, "cpu-ms/turn@cold")
 		stopServer(b, srv)
 		where.stopWorker(b)
 		if keep := os.Getenv("CAIRN_BENCH_KEEP"); keep != "" && where.postgres == "" {
