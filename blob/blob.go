@@ -63,6 +63,21 @@ func Verify(d content.Digest, data []byte) error {
 	return nil
 }
 
+// Checked is a stored body once it has the size its store recorded and
+// hashes to d; an empty body is empty, not nil.
+func Checked(d content.Digest, data []byte, size int64) ([]byte, error) {
+	if int64(len(data)) != size {
+		return nil, fmt.Errorf("%w: %s: %d bytes stored, %d recorded", ErrCorrupt, d, len(data), size)
+	}
+	if err := Verify(d, data); err != nil {
+		return nil, err
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	return data, nil
+}
+
 // PutRef stores data and returns its ContentRef with the given media type.
 func PutRef(ctx context.Context, s Store, data []byte, mediaType, providerKind string) (content.ContentRef, error) {
 	d, err := s.Put(ctx, data)

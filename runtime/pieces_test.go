@@ -29,11 +29,9 @@ func (r *readingBlobs) Get(ctx context.Context, d content.Digest) ([]byte, error
 	return r.Store.Get(ctx, d)
 }
 
-// An executor with Pieces hands them to its adapter: a turn reads only the
-// blobs of the entries no earlier turn lowered, and sends and reports
-// exactly what an executor without them sends and reports.
-func TestGenerateLowersOnlyNewEntries(t *testing.T) {
-	ctx := context.Background()
+// notingChat is a Chat Completions adapter for provider "p" whose server
+// answers every request "Noted." and keeps the request bodies.
+func notingChat(t *testing.T) (map[string]provider.Adapter, *[][]byte) {
 	var bodies [][]byte
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -41,8 +39,16 @@ func TestGenerateLowersOnlyNewEntries(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Noted."},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}`)
 	}))
-	defer srv.Close()
-	adapters := map[string]provider.Adapter{core.APIChatCompletions: chat.New(endpoint.Static{"p": {BaseURL: srv.URL}}, srv.Client())}
+	t.Cleanup(srv.Close)
+	return map[string]provider.Adapter{core.APIChatCompletions: chat.New(endpoint.Static{"p": {BaseURL: srv.URL}}, srv.Client())}, &bodies
+}
+
+// An executor with Pieces hands them to its adapter: a turn reads only the
+// blobs of the entries no earlier turn lowered, and sends and reports
+// exactly what an executor without them sends and reports.
+func TestGenerateLowersOnlyNewEntries(t *testing.T) {
+	ctx := context.Background()
+	adapters, bodies := notingChat(t)
 
 	mem := blob.NewMemory()
 	reads := &readingBlobs{Store: mem}
@@ -76,8 +82,8 @@ func TestGenerateLowersOnlyNewEntries(t *testing.T) {
 		if reads.gets != 2 { // the question, and the last answer (at first, the instructions)
 			t.Fatalf("turn %d read %d blobs, want 2: the entries no turn lowered before", turn, reads.gets)
 		}
-		if n := len(bodies); string(bodies[n-2]) != string(bodies[n-1]) {
-			t.Fatalf("turn %d: the request from pieces differs:\n got %s\nwant %s", turn, bodies[n-2], bodies[n-1])
+		if b := *bodies; string(b[len(b)-2]) != string(b[len(b)-1]) {
+			t.Fatalf("turn %d: the request from pieces differs:\n got %s\nwant %s", turn, b[len(b)-2], b[len(b)-1])
 		}
 		// The same facts: the segment list is stored as a delta on the
 		// previous turn's, which the cold executor reads back.
@@ -118,15 +124,7 @@ func (r *readingMany) GetMany(ctx context.Context, ds []content.Digest) (map[con
 // is the one an executor that reads them one by one sends.
 func TestGenerateReadsAColdContextAtOnce(t *testing.T) {
 	ctx := context.Background()
-	var bodies [][]byte
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		bodies = append(bodies, body)
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Noted."},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}`)
-	}))
-	defer srv.Close()
-	adapters := map[string]provider.Adapter{core.APIChatCompletions: chat.New(endpoint.Static{"p": {BaseURL: srv.URL}}, srv.Client())}
+	adapters, bodies := notingChat(t)
 	mem := blob.NewMemory()
 	files := store.NewMemory(mem)
 	cfg := core.SessionConfig{Model: core.ModelSelection{ProviderID: "p", APIKind: core.APIChatCompletions, Model: "m"}}
@@ -161,8 +159,8 @@ func TestGenerateReadsAColdContextAtOnce(t *testing.T) {
 	if _, err := (&runtime.Executor{Blobs: one, Adapters: adapters, Files: files}).Generate(ctx, "s1", work(entries)); err != nil {
 		t.Fatal(err)
 	}
-	if one.gets != len(entries) || string(bodies[0]) != string(bodies[1]) {
-		t.Fatalf("read one by one: %d gets for %d entries; same request: %v", one.gets, len(entries), string(bodies[0]) == string(bodies[1]))
+	if b := *bodies; one.gets != len(entries) || string(b[0]) != string(b[1]) {
+		t.Fatalf("read one by one: %d gets for %d entries; same request: %v", one.gets, len(entries), string(b[0]) == string(b[1]))
 	}
 
 	// The next request is warm: it reads its new entry alone.

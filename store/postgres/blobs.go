@@ -189,22 +189,8 @@ func (s *Store) Get(ctx context.Context, d content.Digest) ([]byte, error) {
 				return nil, fmt.Errorf("postgres: get blob %s: %w", d, err)
 			}
 		}
-		return checked(d, data, size)
+		return blob.Checked(d, data, size)
 	}
-}
-
-// checked is a blob's body once it has the size recorded and hashes to d.
-func checked(d content.Digest, data []byte, size int64) ([]byte, error) {
-	if int64(len(data)) != size {
-		return nil, fmt.Errorf("%w: %s: %d bytes stored, %d recorded", blob.ErrCorrupt, d, len(data), size)
-	}
-	if err := blob.Verify(d, data); err != nil {
-		return nil, err
-	}
-	if data == nil {
-		data = []byte{}
-	}
-	return data, nil
 }
 
 // GetMany implements blob.ManyGetter: the blobs of ds stored inline, in
@@ -224,7 +210,7 @@ func (s *Store) GetMany(ctx context.Context, ds []content.Digest) (map[content.D
 			if err != nil {
 				return err
 			}
-			data, err := checked(ds[0], slices.Clone(inline), size)
+			data, err := blob.Checked(ds[0], inline, size) // pgx scans each row's bytea into a new slice
 			if err != nil {
 				return err
 			}

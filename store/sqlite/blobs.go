@@ -124,21 +124,7 @@ func (s *Store) Get(ctx context.Context, d content.Digest) ([]byte, error) {
 			return nil, fmt.Errorf("sqlite: get blob %s: %w", d, err)
 		}
 	}
-	return checked(d, data, size)
-}
-
-// checked is a blob's body once it has the size recorded and hashes to d.
-func checked(d content.Digest, data []byte, size int64) ([]byte, error) {
-	if int64(len(data)) != size {
-		return nil, fmt.Errorf("%w: %s: %d bytes stored, %d recorded", blob.ErrCorrupt, d, len(data), size)
-	}
-	if err := blob.Verify(d, data); err != nil {
-		return nil, err
-	}
-	if data == nil {
-		data = []byte{}
-	}
-	return data, nil
+	return blob.Checked(d, data, size)
 }
 
 // GetMany implements blob.ManyGetter: the blobs of ds stored inline, in
@@ -181,7 +167,7 @@ func (s *Store) getInline(ctx context.Context, digestsJSON string, out map[conte
 		}
 		data, err := decompressInline(d, inline, encoding.String, size)
 		if err == nil {
-			data, err = checked(d, data, size)
+			data, err = blob.Checked(d, data, size)
 		}
 		if err != nil {
 			return err
