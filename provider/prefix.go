@@ -196,6 +196,15 @@ func (s *PieceScope) KeepPrefixState(entries []core.Entry, at int, state any, si
 	s.pieces.Put(s.prefixKey(), p, p.size)
 }
 
+// PrefixBudget is the most bytes an adapter's kept prefix state may hold
+// of its own (0 for a nil scope): as much as KeepPrefix keeps.
+func (s *PieceScope) PrefixBudget() int64 {
+	if s == nil {
+		return 0
+	}
+	return s.pieces.max / prefixShare
+}
+
 // prefixShare: a kept prefix holds at most this fraction of the pieces'
 // bound.
 const prefixShare = 8

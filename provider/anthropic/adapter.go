@@ -58,33 +58,30 @@ func (a *Adapter) Generate(ctx context.Context, blobs blob.Store, req provider.R
 		return provider.Output{}, fmt.Errorf("anthropic: %w", err)
 	}
 	p.stream = ep.Stream && !p.noStream
-	conv, err := lowerContext(ctx, blobs, req.Entries, req.Pieces.Scope(APIKind, req, ""))
+	l, err := lower(ctx, blobs, req.Entries, req.Pieces.Scope(APIKind, req, ""))
 	if err != nil {
 		return provider.Output{}, err
 	}
-
-	segs, err := conv.segments(req.Tools)
+	body, segs, err := l.request(req.Model.Model, p, req.Tools)
 	if err != nil {
 		return provider.Output{}, err
 	}
 	var (
 		resps     []response
-		paused    []block // every block so far, sent back after a pause
-		firstSize int64   // the first request's body: the one the next turn's prefix follows
+		paused    []block                 // every block so far, sent back after a pause
+		firstSize = httpx.PartsSize(body) // the first request's body: the one the next turn's prefix follows
 	)
 	for n := 0; ; n++ {
-		sent := conv
-		if len(paused) > 0 {
-			if sent, err = conv.withAssistant(paused); err != nil {
+		if n > 0 {
+			sent := l.conversation
+			if len(paused) > 0 {
+				if sent, err = l.withAssistant(paused); err != nil {
+					return provider.Output{}, err
+				}
+			}
+			if body, err = sent.bodyParts(req.Model.Model, p, req.Tools); err != nil {
 				return provider.Output{}, err
 			}
-		}
-		body, err := sent.bodyParts(req.Model.Model, p, req.Tools)
-		if err != nil {
-			return provider.Output{}, err
-		}
-		if n == 0 {
-			firstSize = httpx.PartsSize(body)
 		}
 		raw, err := a.post(ctx, ep, body, req.OnDelta)
 		if err != nil {

@@ -57,6 +57,9 @@ func (p markPlan) marks(msg, blk int) bool {
 	return false
 }
 
+// noMarks places no marker.
+var noMarks = markPlan{system: -1, tool: -1, msgs: [2][2]int{{-1, -1}, {-1, -1}}}
+
 // placeMarkers chooses the marked blocks of a conversation with ntools tools.
 func placeMarkers(c conversation, ntools int) markPlan {
 	plan := markPlan{system: -1, tool: ntools - 1, msgs: [2][2]int{{-1, -1}, {-1, -1}}}

@@ -55,65 +55,15 @@ func Lower(ctx context.Context, blobs blob.Store, req provider.Request) ([]byte,
 	if err != nil {
 		return nil, err
 	}
-	conv, err := lowerContext(ctx, blobs, req.Entries, req.Pieces.Scope(APIKind, req, ""))
+	l, err := lower(ctx, blobs, req.Entries, req.Pieces.Scope(APIKind, req, ""))
 	if err != nil {
 		return nil, err
 	}
-	return conv.body(req.Model.Model, p, req.Tools)
-}
-
-// lowerContext turns entries into system blocks and alternating messages.
-// An entry an earlier request lowered comes from pieces, without reading
-// its blob.
-func lowerContext(ctx context.Context, blobs blob.Store, entries []core.Entry, pieces *provider.PieceScope) (conversation, error) {
-	load := func(e core.Entry) ([]byte, error) {
-		data, err := blobs.Get(ctx, e.Content.Digest)
-		if err != nil {
-			return nil, fmt.Errorf("anthropic: entry %s: %w", e.ID, err)
-		}
-		return data, nil
+	parts, _, err := l.request(req.Model.Model, p, req.Tools)
+	if err != nil {
+		return nil, err
 	}
-	// Lowering is a fold over the entries: a request that starts with the
-	// last one's entries goes on from the state the last one kept
-	// (provider.PieceScope.Prefix), copied so that state stays as it was.
-	var c conversation
-	took := pieces.Prefix(entries)
-	if kept, ok := took.State.(*conversation); ok {
-		c.system = slices.Clip(kept.system)
-		c.messages = append(make([]message, 0, len(kept.messages)+4), kept.messages...)
-		if n := len(c.messages); n > 0 {
-			c.messages[n-1].blocks = slices.Clip(c.messages[n-1].blocks)
-		}
-	} else {
-		took = provider.Kept{}
-	}
-	var key []byte // scratch
-	for _, e := range entries[took.Entries:] {
-		key = pieces.AppendKey(key[:0], e)
-		v, ok := pieces.Get(key)
-		p, _ := v.(*entryPiece)
-		if !ok {
-			var err error
-			if p, err = lowerPiece(e, load); err != nil {
-				return conversation{}, err
-			}
-			pieces.Put(key, p, p.size())
-		}
-		if e.Kind == core.EntryInstructions {
-			c.system = append(c.system, p.blocks...)
-			continue
-		}
-		c.messages = appendBlocks(c.messages, p.role, p.blocks)
-	}
-	// What the state holds besides the pieces it shares: the message and
-	// block headers.
-	size := int64(48*len(c.messages) + 40*len(c.system))
-	for _, m := range c.messages {
-		size += int64(40 * len(m.blocks))
-	}
-	pieces.KeepPrefixState(entries, len(entries), &conversation{system: c.system, messages: c.messages}, size, took)
-	c.messages = normalize(c.messages)
-	return c, nil
+	return bytes.Join(parts, nil), nil
 }
 
 // entryPiece is one entry's blocks and the role of the message they go
@@ -178,7 +128,7 @@ func appendBlocks(msgs []message, role string, blocks []block) []message {
 //   - tool_result blocks first in their user message, in their own order,
 //     then the rest (steering, catalogs, …) in theirs.
 func normalize(msgs []message) []message {
-	if normalized(msgs) {
+	if normalizedFrom(msgs, 0) {
 		return msgs // most requests: no copy of a long session's message list
 	}
 	var out []message
@@ -205,11 +155,12 @@ func normalize(msgs []message) []message {
 	return out
 }
 
-// normalized reports whether msgs are already what normalize makes of
-// them: alternating roles, no assistant message without content, tool
-// results first.
-func normalized(msgs []message) bool {
-	for i, m := range msgs {
+// normalizedFrom reports whether msgs are already what normalize makes of
+// them (alternating roles, no assistant message without content, tool
+// results first), given that their first from messages are.
+func normalizedFrom(msgs []message, from int) bool {
+	for i := min(from, len(msgs)); i < len(msgs); i++ {
+		m := msgs[i]
 		if i > 0 && msgs[i-1].role == m.role {
 			return false
 		}
@@ -462,15 +413,22 @@ func (c conversation) body(model string, p params, tools []provider.Tool) ([]byt
 // reuse (a changed instruction keeps the tools' prefix); see the package
 // comment.
 func (c conversation) bodyParts(model string, p params, tools []provider.Tool) (net.Buffers, error) {
+	plan := noMarks
+	if !p.uncached {
+		plan = placeMarkers(c, len(tools))
+	}
+	return c.writeBody(model, p, tools, plan, nil, 0)
+}
+
+// writeBody writes the request with the markers of plan. fixed, when
+// given, are the first fixedMsgs messages as bodyParts writes them (none
+// marked), sent as one part (carry.go).
+func (c conversation) writeBody(model string, p params, tools []provider.Tool, plan markPlan, fixed []byte, fixedMsgs int) (net.Buffers, error) {
 	if model == "" {
 		return nil, fmt.Errorf("anthropic: request has no model")
 	}
 	if len(c.messages) == 0 {
 		return nil, fmt.Errorf("anthropic: request has no messages (the context holds only instructions)")
-	}
-	plan := placeMarkers(c, len(tools))
-	if p.uncached {
-		plan = markPlan{system: -1, tool: -1, msgs: [2][2]int{{-1, -1}, {-1, -1}}}
 	}
 	marker := cacheControl(p.cacheTTL)
 
@@ -482,7 +440,7 @@ func (c conversation) bodyParts(model string, p params, tools []provider.Tool) (
 	for _, b := range c.system {
 		size += copied(b.raw) + 1
 	}
-	for _, m := range c.messages {
+	for _, m := range c.messages[fixedMsgs:] {
 		size += len(`{"role":"","content":[]},`) + len(m.role)
 		for _, b := range m.blocks {
 			size += copied(b.raw) + 1
@@ -564,7 +522,13 @@ func (c conversation) bodyParts(model string, p params, tools []provider.Tool) (
 		buf.WriteByte(']')
 	}
 	buf.WriteString(`,"messages":[`)
-	for i, m := range c.messages {
+	if fixedMsgs > 0 {
+		n := buf.Len()
+		parts = append(parts, buf.Bytes()[from:n:n], fixed)
+		from = n
+	}
+	for i := fixedMsgs; i < len(c.messages); i++ {
+		m := c.messages[i]
 		if i > 0 {
 			buf.WriteByte(',')
 		}
@@ -611,7 +575,16 @@ const ownPartMin = 512
 // digest covers its bytes without a cache marker (markers move from
 // request to request and are not cached content) and its message's role.
 func (c conversation) segments(tools []provider.Tool) ([]provider.Segment, error) {
-	segs := make([]provider.Segment, 0, len(tools)+len(c.system)+2*len(c.messages))
+	toolSegs, err := toolSegments(tools)
+	if err != nil {
+		return nil, err
+	}
+	return c.segmentsAfter(toolSegs), nil
+}
+
+// toolSegments are the tools' segments, in order.
+func toolSegments(tools []provider.Tool) ([]provider.Segment, error) {
+	segs := make([]provider.Segment, 0, len(tools))
 	for _, t := range tools {
 		var tb bytes.Buffer
 		if err := writeTool(&tb, t, nil); err != nil {
@@ -619,6 +592,14 @@ func (c conversation) segments(tools []provider.Tool) ([]provider.Segment, error
 		}
 		segs = append(segs, core.NewCacheSegment(core.SegmentTool, t.Name, tb.Bytes(), nil))
 	}
+	return segs, nil
+}
+
+// segmentsAfter is toolSegs followed by the segments of c's system and
+// message blocks.
+func (c conversation) segmentsAfter(toolSegs []provider.Segment) []provider.Segment {
+	segs := make([]provider.Segment, 0, len(toolSegs)+len(c.system)+2*len(c.messages))
+	segs = append(segs, toolSegs...)
 	for _, b := range c.system {
 		segs = append(segs, *b.seg)
 	}
@@ -627,7 +608,7 @@ func (c conversation) segments(tools []provider.Tool) ([]provider.Segment, error
 			segs = append(segs, *b.seg)
 		}
 	}
-	return segs, nil
+	return segs
 }
 
 // writeTool writes {name, description?, input_schema} and the cache marker

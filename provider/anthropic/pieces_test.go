@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"path/filepath"
@@ -72,22 +73,23 @@ func sameFromPieces(t *testing.T, step string, b *ctxBuilder, params json.RawMes
 	}
 }
 
-// lowerForTest returns the body and the segments Generate reports.
+// lowerForTest returns the body and the segments Generate reports, and
+// keeps the request's state in req.Pieces as Generate does.
 func lowerForTest(t *testing.T, step string, blobs blob.Store, req provider.Request) ([]byte, []provider.Segment) {
 	t.Helper()
-	body, err := Lower(context.Background(), blobs, req)
+	p, err := parseParams(req.Params)
 	if err != nil {
 		t.Fatalf("%s: %v", step, err)
 	}
-	conv, err := lowerContext(context.Background(), blobs, req.Entries, req.Pieces.Scope(APIKind, req, ""))
+	l, err := lower(context.Background(), blobs, req.Entries, req.Pieces.Scope(APIKind, req, ""))
 	if err != nil {
 		t.Fatalf("%s: %v", step, err)
 	}
-	segs, err := conv.segments(req.Tools)
+	parts, segs, err := l.request(req.Model.Model, p, req.Tools)
 	if err != nil {
 		t.Fatalf("%s: %v", step, err)
 	}
-	return body, segs
+	return bytes.Join(parts, nil), segs
 }
 
 // The state a request keeps for the next one is never written by the next:

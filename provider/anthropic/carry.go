@@ -1,0 +1,279 @@
+package anthropic
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"unsafe"
+
+	"github.com/cairn-agents/cairn/blob"
+	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/provider"
+)
+
+// A session's next request repeats its last one and adds blocks at the
+// end. Lowering goes on from the fold state the last request kept
+// (lowerContext), but writing the body, checking the message list and
+// listing the segments each passed over the whole conversation again: at
+// turn 3,000 of a long chat, a fifth of the server's CPU, and growing with
+// every turn. So a request keeps, beside its fold state, what those passes
+// made of the part of the conversation no later request changes, and the
+// next request does only the rest.
+
+// foldState is what a request keeps for the session's next one: the
+// conversation as the fold left it (before normalize), how many message
+// blocks it holds, and what the request carried (nil: nothing).
+type foldState struct {
+	conversation
+	blocks int
+	carry  *carried
+}
+
+// carried is what a request made of its conversation that the next request
+// of the session can take as it is. It is only kept for a conversation
+// normalize left unchanged, which the next one then starts with.
+type carried struct {
+	// normal messages lead the conversation and need no normalize check
+	// again: all but its last one, which may still gain blocks.
+	normal int
+	// bytes are the first msgs messages as the body sends them, joined by
+	// commas: no request marks them again (settled). Empty when they would
+	// pass the pieces' prefix budget; those requests write every message.
+	msgs  int
+	bytes core.SharedSlice[byte]
+	// segs is the request's segment list (tools, system blocks, message
+	// blocks); the next one extends it when its tools and system blocks
+	// are the same, so the executor compares the lists in one step.
+	segs   core.SharedSlice[provider.Segment]
+	tools  int
+	system int
+}
+
+// lowered is a request's conversation, with what its fold went on from
+// and what it keeps for the session's next request.
+type lowered struct {
+	conversation
+	scope   *provider.PieceScope
+	entries []core.Entry
+	took    provider.Kept
+	fold    *foldState // nil: nothing to keep
+	// normal says normalize left the conversation as the fold made it;
+	// only then does a request carry anything.
+	normal bool
+	// prior is what the last request carried, when this conversation
+	// starts with that one's (nil otherwise); added are the segments of
+	// the message blocks the fold added after it, in order.
+	prior *carried
+	added []provider.Segment
+}
+
+// lower folds entries into a conversation, going on from the state the
+// session's last request kept; an entry an earlier request lowered comes
+// from the pieces, without reading its blob.
+func lower(ctx context.Context, blobs blob.Store, entries []core.Entry, pieces *provider.PieceScope) (*lowered, error) {
+	load := func(e core.Entry) ([]byte, error) {
+		data, err := blobs.Get(ctx, e.Content.Digest)
+		if err != nil {
+			return nil, fmt.Errorf("anthropic: entry %s: %w", e.ID, err)
+		}
+		return data, nil
+	}
+	l := &lowered{scope: pieces, entries: entries}
+	var c conversation
+	var prior *carried
+	blocks := 0
+	took := pieces.Prefix(entries)
+	if kept, ok := took.State.(*foldState); ok {
+		// Copied, so that the kept state stays as it was.
+		c.system = slices.Clip(kept.system)
+		c.messages = append(make([]message, 0, len(kept.messages)+4), kept.messages...)
+		if n := len(c.messages); n > 0 {
+			c.messages[n-1].blocks = slices.Clip(c.messages[n-1].blocks)
+		}
+		blocks, prior = kept.blocks, kept.carry
+	} else {
+		took = provider.Kept{}
+	}
+	var added []provider.Segment
+	var key []byte // scratch
+	for _, e := range entries[took.Entries:] {
+		key = pieces.AppendKey(key[:0], e)
+		v, ok := pieces.Get(key)
+		p, _ := v.(*entryPiece)
+		if !ok {
+			var err error
+			if p, err = lowerPiece(e, load); err != nil {
+				return nil, err
+			}
+			pieces.Put(key, p, p.size())
+		}
+		if e.Kind == core.EntryInstructions {
+			c.system = append(c.system, p.blocks...)
+			continue
+		}
+		c.messages = appendBlocks(c.messages, p.role, p.blocks)
+		blocks += len(p.blocks)
+		if prior != nil {
+			for _, b := range p.blocks {
+				added = append(added, *b.seg)
+			}
+		}
+	}
+	l.took = took
+	if pieces != nil && len(entries) > 0 {
+		l.fold = &foldState{conversation: conversation{system: c.system, messages: c.messages}, blocks: blocks}
+	}
+	from := 0
+	if prior != nil {
+		from = prior.normal
+	}
+	if normalizedFrom(c.messages, from) {
+		l.normal, l.prior, l.added = true, prior, added
+	} else {
+		c.messages = normalize(c.messages)
+	}
+	l.conversation = c
+	return l, nil
+}
+
+// lowerContext turns entries into system blocks and alternating messages,
+// going on from the state the session's last request kept, without keeping
+// one itself (lowered.request does).
+func lowerContext(ctx context.Context, blobs blob.Store, entries []core.Entry, pieces *provider.PieceScope) (conversation, error) {
+	l, err := lower(ctx, blobs, entries, pieces)
+	if err != nil {
+		return conversation{}, err
+	}
+	return l.conversation, nil
+}
+
+// request returns the body parts and the segments of l's first request,
+// and keeps l's state, with what it carries, for the session's next
+// request.
+func (l *lowered) request(model string, p params, tools []provider.Tool) (net.Buffers, []provider.Segment, error) {
+	segs, err := l.segmentList(tools)
+	if err != nil {
+		return nil, nil, err
+	}
+	plan := placeMarkers(l.conversation, len(tools))
+	var carry *carried
+	if l.fold != nil && l.normal {
+		carry = l.carry(plan, segs, len(tools))
+	}
+	sent := plan
+	if p.uncached {
+		sent = noMarks
+	}
+	var fixed []byte
+	fixedMsgs := 0
+	if carry != nil {
+		fixed, fixedMsgs = carry.bytes.Items(), carry.msgs
+	}
+	parts, err := l.writeBody(model, p, tools, sent, fixed, fixedMsgs)
+	if err != nil {
+		return nil, nil, err
+	}
+	if l.fold != nil {
+		l.fold.carry = carry
+		l.scope.KeepPrefixState(l.entries, len(l.entries), l.fold, l.fold.size()+carry.size(), l.took)
+	}
+	return parts, segs.Items(), nil
+}
+
+// carry is what l carries to the next request: segs, and its settled
+// messages' bytes, extending the prior's.
+func (l *lowered) carry(plan markPlan, segs core.SharedSlice[provider.Segment], ntools int) *carried {
+	c := &carried{normal: max(len(l.messages)-1, 0), segs: segs, tools: ntools, system: len(l.system)}
+	upto := settled(l.conversation, plan)
+	from := 0
+	var kept core.SharedSlice[byte]
+	if pr := l.prior; pr != nil && pr.msgs <= upto {
+		from, kept = pr.msgs, pr.bytes
+	}
+	size := int64(len(kept.Items()))
+	for _, m := range l.messages[from:upto] {
+		size += messageSize(m) + 1
+	}
+	if upto == 0 || size > l.scope.PrefixBudget() {
+		return c // every message written, as without a kept state
+	}
+	var add []byte
+	for i := from; i < upto; i++ {
+		if i > 0 {
+			add = append(add, ',')
+		}
+		add = appendMessage(add, l.messages[i])
+	}
+	c.msgs, c.bytes = upto, kept.Extend(len(kept.Items()), add...)
+	return c
+}
+
+// settled is how many leading messages of c no request of the session
+// marks, this one or a later one: the markers plan puts on messages go on
+// the last message and on the latest user message before it, and both only
+// move on as the conversation grows. The last message is never settled: the
+// next request may add blocks to it.
+func settled(c conversation, plan markPlan) int {
+	n := len(c.messages) - 1
+	for _, m := range plan.msgs {
+		if m[0] >= 0 {
+			n = min(n, m[0])
+		}
+	}
+	return max(n, 0)
+}
+
+// size is what c holds besides what it shares with the pieces.
+func (c *carried) size() int64 {
+	if c == nil {
+		return 0
+	}
+	return int64(cap(c.bytes.Items())) + int64(cap(c.segs.Items()))*int64(unsafe.Sizeof(provider.Segment{}))
+}
+
+// size is what f holds besides the pieces it shares: the message and
+// block headers.
+func (f *foldState) size() int64 {
+	return int64(48*len(f.messages) + 40*len(f.system) + 40*f.blocks)
+}
+
+// segmentList is the request's segments (conversation.segments), extending
+// the prior request's list when this one has its tools and system blocks.
+func (l *lowered) segmentList(tools []provider.Tool) (core.SharedSlice[provider.Segment], error) {
+	toolSegs, err := toolSegments(tools)
+	if err != nil {
+		return core.SharedSlice[provider.Segment]{}, err
+	}
+	if pr := l.prior; pr != nil && pr.tools == len(tools) && pr.system == len(l.system) {
+		old := pr.segs.Items()
+		if len(old) >= pr.tools && core.SegmentsPrefix(old[:pr.tools], toolSegs) == pr.tools {
+			return pr.segs.Extend(len(old), l.added...), nil
+		}
+	}
+	var none core.SharedSlice[provider.Segment]
+	return none.Extend(0, l.segmentsAfter(toolSegs)...), nil
+}
+
+// appendMessage appends m as the body writes a message without a marker.
+func appendMessage(dst []byte, m message) []byte {
+	dst = append(dst, `{"role":"`...)
+	dst = append(dst, m.role...)
+	dst = append(dst, `","content":[`...)
+	for j, b := range m.blocks {
+		if j > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, b.raw...)
+	}
+	return append(dst, `]}`...)
+}
+
+// messageSize is the length of m's appendMessage bytes.
+func messageSize(m message) int64 {
+	n := int64(len(`{"role":"","content":[]}`) + len(m.role) + max(len(m.blocks)-1, 0))
+	for _, b := range m.blocks {
+		n += int64(len(b.raw))
+	}
+	return n
+}

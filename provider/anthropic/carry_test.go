@@ -1,0 +1,83 @@
+package anthropic
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/cairn-agents/cairn/provider"
+)
+
+// A long chat's request takes what the last one carried: the messages no
+// request marks again go as one part, written once, and the segment list
+// extends the last one's in place (the executor then compares the two in
+// one step) but when it outgrows its array. Request 300 has as many parts
+// as request 3, and every request is the body and the segments lowering
+// without pieces gives.
+func TestALongChatCarriesItsSettledMessages(t *testing.T) {
+	pieces := provider.NewPieces(64 << 20)
+	b := newCtx(t)
+	b.instructions("instructions.main", "Answer briefly.")
+	var prev []provider.Segment
+	var partsAt3, newLists int
+	for turn := 1; turn <= 300; turn++ {
+		b.user(fmt.Sprintf("Turn %d: a short question, as people write them.", turn))
+		want := b.lower()
+		wantSegs, err := mustConv(t, b).segments(testTools)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := b.request()
+		req.Pieces = pieces
+		l, err := lower(context.Background(), b.blobs, req.Entries, req.Pieces.Scope(APIKind, req, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts, segs, err := l.request(req.Model.Model, params{}, req.Tools)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := bytes.Join(parts, nil); !bytes.Equal(got, want) {
+			t.Fatalf("turn %d: the body differs from one lowered without pieces:\n got %s\nwant %s", turn, got, want)
+		}
+		if !reflect.DeepEqual(segs, wantSegs) {
+			t.Fatalf("turn %d: the segments differ from those lowered without pieces", turn)
+		}
+		switch {
+		case turn == 3:
+			partsAt3 = len(parts)
+		case turn > 3 && len(parts) != partsAt3:
+			t.Fatalf("turn %d: the body has %d parts, against %d at turn 3", turn, len(parts), partsAt3)
+		}
+		if turn > 2 && &segs[0] != &prev[0] {
+			newLists++ // it outgrew its array: a copy now and then, as append does
+		}
+		// All but the last three: the last user message before the last
+		// one is marked (the previous request's breakpoint), and so is the
+		// last.
+		carried := -1 // nothing carried
+		if l.fold.carry != nil {
+			carried = l.fold.carry.msgs
+		}
+		if turn > 2 && carried != len(l.messages)-3 {
+			t.Fatalf("turn %d: carried %d of %d messages, want all but the last three", turn, carried, len(l.messages))
+		}
+		prev = segs
+		b.decode(fmt.Appendf(nil, `{"id":"msg_%d","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"Answer %d."}],"stop_reason":"end_turn","usage":{"input_tokens":10,"output_tokens":3}}`, turn, turn))
+	}
+	if newLists > 10 {
+		t.Fatalf("%d of 300 segment lists were new ones, not the last one extended", newLists)
+	}
+}
+
+// mustConv is b's conversation lowered without pieces.
+func mustConv(t *testing.T, b *ctxBuilder) conversation {
+	t.Helper()
+	c, err := lowerContext(context.Background(), b.blobs, b.entries, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
