@@ -109,7 +109,9 @@ func lowerParts(ctx context.Context, blobs blob.Store, req provider.Request, opt
 		lead = append(lead, l.instructions.Segment)
 	}
 	segs := l.took.Segments(lead, l.items)
-	scope.KeepPrefix(req.Entries, l.restart.Entry, l.items[:l.restart.Pieces], l.took, segs, len(lead))
+	if !l.scattered {
+		scope.KeepPrefix(req.Entries, l.restart.Entry, l.items[:l.restart.Pieces], l.took, segs, len(lead))
+	}
 
 	var buf bytes.Buffer // the framing before the input items
 	buf.WriteString(`{"model":`)
@@ -281,6 +283,9 @@ type loweredEntries struct {
 	items        []*provider.Piece
 	took         provider.Kept
 	restart      provider.Restart // for PieceScope.KeepPrefix
+	// scattered: an instruction came after the leading ones; the request
+	// keeps no prefix (lowerEntryList).
+	scattered bool
 }
 
 // lowerEntryList lowers entries to the joined instructions and the input
@@ -296,10 +301,22 @@ func lowerEntryList(ctx context.Context, blobs blob.Store, entries []core.Entry,
 	}
 
 	var l loweredEntries
-	var system []core.Entry
-	for _, e := range entries {
+	// A request that starts with the last one's entries takes the items
+	// lowered from them (provider.PieceScope.Prefix) and lowers the rest.
+	l.took = pieces.Prefix(entries)
+	// Instructions lead the context (provider.Request.Entries); a request
+	// keeps its prefix only when none came later (scattered), so the
+	// entries a kept prefix covers hold none beyond the leading ones, and
+	// a long session's request does not look at each of its entries again.
+	lead := 0
+	for lead < len(entries) && entries[lead].Kind == core.EntryInstructions {
+		lead++
+	}
+	system := entries[:lead:lead]
+	for _, e := range entries[max(lead, l.took.Entries):] {
 		if e.Kind == core.EntryInstructions {
 			system = append(system, e)
+			l.scattered = true
 		}
 	}
 	if len(system) > 0 {
@@ -320,9 +337,6 @@ func lowerEntryList(ctx context.Context, blobs blob.Store, entries []core.Entry,
 		l.instructions = it
 	}
 
-	// A request that starts with the last one's entries takes the items
-	// lowered from them (provider.PieceScope.Prefix) and lowers the rest.
-	l.took = pieces.Prefix(entries)
 	// restart is the last entry before which no reasoning item waits to
 	// know what follows it, and before how many items came before it.
 	restart, before := l.took.Entries, len(l.items)

@@ -83,6 +83,16 @@ func TestPiecesLowerTheSameRequest(t *testing.T) {
 	b.entries = b.entries[:len(b.entries)-1]
 	b.user("a second try")
 	check("the message replaced")
+
+	// An instruction after the conversation (the core keeps them first; a
+	// request need not): it joins the instructions, and a request that has
+	// one keeps no prefix, so the next request still finds it.
+	b.instructions("instructions.late", "Answer in French.")
+	check("an instruction after the conversation")
+	b.user("et alors ?")
+	check("a question after it")
+	b.user("encore ?")
+	check("and another")
 }
 
 // sameFromPieces lowers b's request without pieces and with them, and
