@@ -14,7 +14,7 @@ import (
 
 // A session's next request repeats its last one and adds blocks at the
 // end. Lowering goes on from the fold state the last request kept
-// (lowerContext), but writing the body, checking the message list and
+// (lower), but writing the body, checking the message list and
 // listing the segments each passed over the whole conversation again: at
 // turn 3,000 of a long chat, a fifth of the server's CPU, and growing with
 // every turn. So a request keeps, beside its fold state, what those passes
@@ -25,7 +25,8 @@ import (
 // conversation as the fold left it (before normalize), how many message
 // blocks it holds, and what the request carried (nil: nothing).
 type foldState struct {
-	conversation
+	system []block
+	msgs   core.SharedSlice[message]
 	blocks int
 	carry  *carried
 }
@@ -82,19 +83,26 @@ func lower(ctx context.Context, blobs blob.Store, entries []core.Entry, pieces *
 	l := &lowered{scope: pieces, entries: entries}
 	var c conversation
 	var prior *carried
+	var msgs core.SharedSlice[message] // the fold's messages
+	var last *message                  // the last of them, which the fold may add blocks to
 	blocks := 0
 	took := pieces.Prefix(entries)
 	if kept, ok := took.State.(*foldState); ok {
-		// Copied, so that the kept state stays as it was.
-		c.system = slices.Clip(kept.system)
-		c.messages = append(make([]message, 0, len(kept.messages)+4), kept.messages...)
-		if n := len(c.messages); n > 0 {
-			c.messages[n-1].blocks = slices.Clip(c.messages[n-1].blocks)
+		c.system = slices.Clip(kept.system) // appending copies: the kept state stays as it was
+		msgs, blocks, prior = kept.msgs, kept.blocks, kept.carry
+		if n := len(msgs.Items()); n > 0 {
+			last = &msgs.Items()[n-1]
 		}
-		blocks, prior = kept.blocks, kept.carry
 	} else {
 		took = provider.Kept{}
 	}
+	// The messages the fold adds go to tail; they extend the kept ones in
+	// place (core.SharedSlice), so a request does not copy a long
+	// session's message list. Only blocks for the kept last message (a
+	// role that continues across requests) make it copy: tail then starts
+	// with a copy of that message, which replaces it.
+	var tail []message
+	replaced := false
 	var added []provider.Segment
 	var key []byte // scratch
 	for _, e := range entries[took.Entries:] {
@@ -112,7 +120,10 @@ func lower(ctx context.Context, blobs blob.Store, entries []core.Entry, pieces *
 			c.system = append(c.system, p.blocks...)
 			continue
 		}
-		c.messages = appendBlocks(c.messages, p.role, p.blocks)
+		if len(tail) == 0 && last != nil && last.role == p.role {
+			tail, replaced = append(tail, message{role: last.role, blocks: slices.Clip(last.blocks)}), true
+		}
+		tail = appendBlocks(tail, p.role, p.blocks)
 		blocks += len(p.blocks)
 		if prior != nil {
 			for _, b := range p.blocks {
@@ -120,9 +131,17 @@ func lower(ctx context.Context, blobs blob.Store, entries []core.Entry, pieces *
 			}
 		}
 	}
+	keep := len(msgs.Items())
+	if replaced {
+		keep--
+	}
+	if len(tail) > 0 {
+		msgs = msgs.Extend(keep, tail...)
+	}
+	c.messages = slices.Clip(msgs.Items()) // appending copies: the array is shared
 	l.took = took
 	if pieces != nil && len(entries) > 0 {
-		l.fold = &foldState{conversation: conversation{system: c.system, messages: c.messages}, blocks: blocks}
+		l.fold = &foldState{system: c.system, msgs: msgs, blocks: blocks}
 	}
 	from := 0
 	if prior != nil {
@@ -235,7 +254,7 @@ func (c *carried) size() int64 {
 // size is what f holds besides the pieces it shares: the message and
 // block headers.
 func (f *foldState) size() int64 {
-	return int64(48*len(f.messages) + 40*len(f.system) + 40*f.blocks)
+	return int64(48*len(f.msgs.Items()) + 40*len(f.system) + 40*f.blocks)
 }
 
 // segmentList is the request's segments (conversation.segments), extending

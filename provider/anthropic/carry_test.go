@@ -13,15 +13,16 @@ import (
 // A long chat's request takes what the last one carried: the messages no
 // request marks again go as one part, written once, and the segment list
 // extends the last one's in place (the executor then compares the two in
-// one step) but when it outgrows its array. Request 300 has as many parts
-// as request 3, and every request is the body and the segments lowering
-// without pieces gives.
+// one step), as does the message list, but when they outgrow their arrays.
+// Request 300 has as many parts as request 3, and every request is the
+// body and the segments lowering without pieces gives.
 func TestALongChatCarriesItsSettledMessages(t *testing.T) {
 	pieces := provider.NewPieces(64 << 20)
 	b := newCtx(t)
 	b.instructions("instructions.main", "Answer briefly.")
 	var prev []provider.Segment
-	var partsAt3, newLists int
+	var partsAt3, newLists, newMessageLists int
+	var prevMsg *message
 	for turn := 1; turn <= 300; turn++ {
 		b.user(fmt.Sprintf("Turn %d: a short question, as people write them.", turn))
 		want := b.lower()
@@ -54,6 +55,10 @@ func TestALongChatCarriesItsSettledMessages(t *testing.T) {
 		if turn > 2 && &segs[0] != &prev[0] {
 			newLists++ // it outgrew its array: a copy now and then, as append does
 		}
+		if turn > 2 && &l.messages[0] != prevMsg {
+			newMessageLists++
+		}
+		prevMsg = &l.messages[0]
 		// All but the last three: the last user message before the last
 		// one is marked (the previous request's breakpoint), and so is the
 		// last.
@@ -67,8 +72,8 @@ func TestALongChatCarriesItsSettledMessages(t *testing.T) {
 		prev = segs
 		b.decode(fmt.Appendf(nil, `{"id":"msg_%d","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"Answer %d."}],"stop_reason":"end_turn","usage":{"input_tokens":10,"output_tokens":3}}`, turn, turn))
 	}
-	if newLists > 10 {
-		t.Fatalf("%d of 300 segment lists were new ones, not the last one extended", newLists)
+	if newLists > 10 || newMessageLists > 10 {
+		t.Fatalf("of 300 requests, %d made a new segment list and %d a new message list, instead of extending the last one's", newLists, newMessageLists)
 	}
 }
 
