@@ -12,6 +12,7 @@ import (
 	"github.com/cairn-agents/cairn/api"
 	"github.com/cairn-agents/cairn/content"
 	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/provider/endpoint"
 )
 
 type chatOptions struct {
@@ -70,7 +71,7 @@ func chatCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&o.session, "session", "", "continue this session instead of creating one")
 	f.StringVar(&o.provider, "provider", envOr("CAIRN_PROVIDER", "openai"), "provider id for a new session (env CAIRN_PROVIDER)")
-	f.StringVar(&o.apiKind, "api", core.APIChatCompletions, "API kind for a new session")
+	f.StringVar(&o.apiKind, "api", "", "API kind for a new session (default anthropic_messages with --provider anthropic, else chat_completions)")
 	f.StringVar(&o.model, "model", envOr("CAIRN_MODEL", "gpt-4o-mini"), "model for a new session (env CAIRN_MODEL)")
 	f.StringVar(&o.instructions, "instructions", "", "instructions for a new session")
 	f.StringSliceVar(&o.tools, "tool", nil, "grant a tool to a new session (repeatable), e.g. vfs_read_file")
@@ -128,6 +129,18 @@ func chatMessage(args []string, file string, stdin io.Reader) (message string, f
 	return message, fromStdin, nil
 }
 
+// sessionAPIKind is --api, or without it the API kind the provider
+// speaks: the built-in anthropic provider speaks only anthropic_messages.
+func (o chatOptions) sessionAPIKind() string {
+	switch {
+	case o.apiKind != "":
+		return o.apiKind
+	case o.provider == endpoint.AnthropicProviderID:
+		return core.APIAnthropicMessages
+	}
+	return core.APIChatCompletions
+}
+
 // runChat creates the session if needed, starts a run and follows it.
 // chatRun is the run a chat started and how it ended.
 type chatRun struct{ session, id, status string }
@@ -140,7 +153,7 @@ func runChat(ctx context.Context, out io.Writer, c *api.Client, o chatOptions, m
 			return chatRun{}, err
 		}
 		created, err := c.CreateSession(ctx, api.CreateSessionParams{
-			Model:        core.ModelSelection{ProviderID: o.provider, APIKind: o.apiKind, Model: o.model},
+			Model:        core.ModelSelection{ProviderID: o.provider, APIKind: o.sessionAPIKind(), Model: o.model},
 			Instructions: o.instructions,
 			Tools:        o.tools,
 			Approvals:    approvals(o.approve),

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cairn-agents/cairn/core"
 )
 
 // The message comes from the arguments, from standard input ("-") or from
@@ -56,5 +58,21 @@ func TestChatRefusesOneNewSessionFlagInTheSingular(t *testing.T) {
 	_, err := s.cairn(t, "chat", "--session", "s1", "--model", "gpt-5", "hello")
 	if err == nil || !strings.Contains(err.Error(), "--model configures a new session") || !strings.Contains(err.Error(), "drop it") {
 		t.Fatalf("chat --session with --model: %v", err)
+	}
+}
+
+// Without --api, a new session speaks the API kind of its provider: the
+// built-in anthropic provider speaks only anthropic_messages.
+func TestChatAPIKindFollowsTheProvider(t *testing.T) {
+	for _, c := range []struct{ provider, api, want string }{
+		{"openai", "", core.APIChatCompletions},
+		{"anthropic", "", core.APIAnthropicMessages},
+		{"anthropic", core.APIChatCompletions, core.APIChatCompletions},
+		{"openai", core.APIOpenAIResponses, core.APIOpenAIResponses},
+		{"local", "", core.APIChatCompletions},
+	} {
+		if got := (chatOptions{provider: c.provider, apiKind: c.api}).sessionAPIKind(); got != c.want {
+			t.Errorf("--provider %s --api %q: API kind %q, want %q", c.provider, c.api, got, c.want)
+		}
 	}
 }
