@@ -86,3 +86,23 @@ func mustConv(t *testing.T, b *ctxBuilder) conversation {
 	}
 	return c
 }
+
+// A chat whose history holds an assistant message of thinking alone (an
+// output cut off after its thinking), which normalize leaves out: every
+// request is still the one lowered without pieces, before and after more
+// turns.
+func TestALongChatWithAThinkingOnlyAnswer(t *testing.T) {
+	pieces := provider.NewPieces(64 << 20)
+	b := newCtx(t)
+	b.instructions("instructions.main", "Answer briefly.")
+	for turn := 1; turn <= 20; turn++ {
+		b.user(fmt.Sprintf("Turn %d: a question.", turn))
+		sameFromPieces(t, fmt.Sprintf("turn %d", turn), b, nil, pieces, true)
+		content := fmt.Sprintf(`[{"type":"text","text":"Answer %d."}]`, turn)
+		stop := "end_turn"
+		if turn == 5 {
+			content, stop = `[{"type":"thinking","thinking":"Cut off here","signature":"c2lnbmF0dXJl"}]`, "max_tokens"
+		}
+		b.decode(fmt.Appendf(nil, `{"id":"msg_%d","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":%s,"stop_reason":%q,"usage":{"input_tokens":10,"output_tokens":3}}`, turn, content, stop))
+	}
+}
