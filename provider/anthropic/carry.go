@@ -64,9 +64,23 @@ type lowered struct {
 	normal bool
 	// prior is what the last request carried, when this conversation
 	// starts with that one's (nil otherwise); added are the segments of
-	// the message blocks the fold added after it, in order.
-	prior *carried
-	added []provider.Segment
+	// the message blocks the fold added after it, in order, unless
+	// reshaped: the fold left a message out, so the segments are listed
+	// again.
+	prior    *carried
+	added    []provider.Segment
+	reshaped bool
+}
+
+// lastMessage is the last message of kept followed by tail, or nil.
+func lastMessage(kept, tail []message) *message {
+	switch {
+	case len(tail) > 0:
+		return &tail[len(tail)-1]
+	case len(kept) > 0:
+		return &kept[len(kept)-1]
+	}
+	return nil
 }
 
 // lower folds entries into a conversation, going on from the state the
@@ -84,25 +98,23 @@ func lower(ctx context.Context, blobs blob.Store, entries []core.Entry, pieces *
 	var c conversation
 	var prior *carried
 	var msgs core.SharedSlice[message] // the fold's messages
-	var last *message                  // the last of them, which the fold may add blocks to
 	blocks := 0
 	took := pieces.Prefix(entries)
 	if kept, ok := took.State.(*foldState); ok {
 		c.system = slices.Clip(kept.system) // appending copies: the kept state stays as it was
 		msgs, blocks, prior = kept.msgs, kept.blocks, kept.carry
-		if n := len(msgs.Items()); n > 0 {
-			last = &msgs.Items()[n-1]
-		}
 	} else {
 		took = provider.Kept{}
 	}
-	// The messages the fold adds go to tail; they extend the kept ones in
-	// place (core.SharedSlice), so a request does not copy a long
-	// session's message list. Only blocks for the kept last message (a
-	// role that continues across requests) make it copy: tail then starts
-	// with a copy of that message, which replaces it.
+	// The messages the fold adds go to tail, after the first keep kept
+	// ones; they extend those in place (core.SharedSlice), so a request
+	// does not copy a long session's message list. Only a change to a kept
+	// message makes it copy: blocks for the kept last one (a role that
+	// continues across requests), whose copy then starts tail, or leaving
+	// it out (below).
+	kept := msgs.Items()
+	keep := len(kept)
 	var tail []message
-	replaced := false
 	var added []provider.Segment
 	var key []byte // scratch
 	for _, e := range entries[took.Entries:] {
@@ -120,8 +132,23 @@ func lower(ctx context.Context, blobs blob.Store, entries []core.Entry, pieces *
 			c.system = append(c.system, p.blocks...)
 			continue
 		}
-		if len(tail) == 0 && last != nil && last.role == p.role {
-			tail, replaced = append(tail, message{role: last.role, blocks: slices.Clip(last.blocks)}), true
+		// An assistant message of thinking alone (an output cut off after
+		// its thinking) is final once another role follows it, and
+		// normalize leaves it out: the fold leaves it out now, so that a
+		// session that once had one goes on carrying its requests.
+		last := lastMessage(kept[:keep], tail)
+		if last != nil && last.role != p.role && last.role == roleAssistant && !hasNonThinking(last.blocks) {
+			blocks -= len(last.blocks)
+			if len(tail) > 0 {
+				tail = tail[:len(tail)-1]
+			} else {
+				keep--
+			}
+			l.reshaped = true
+		}
+		if len(tail) == 0 && keep > 0 && kept[keep-1].role == p.role {
+			keep--
+			tail = append(tail, message{role: kept[keep].role, blocks: slices.Clip(kept[keep].blocks)})
 		}
 		tail = appendBlocks(tail, p.role, p.blocks)
 		blocks += len(p.blocks)
@@ -131,11 +158,7 @@ func lower(ctx context.Context, blobs blob.Store, entries []core.Entry, pieces *
 			}
 		}
 	}
-	keep := len(msgs.Items())
-	if replaced {
-		keep--
-	}
-	if len(tail) > 0 {
+	if len(tail) > 0 || keep < len(kept) {
 		msgs = msgs.Extend(keep, tail...)
 	}
 	c.messages = slices.Clip(msgs.Items()) // appending copies: the array is shared
@@ -145,7 +168,7 @@ func lower(ctx context.Context, blobs blob.Store, entries []core.Entry, pieces *
 	}
 	from := 0
 	if prior != nil {
-		from = prior.normal
+		from = min(prior.normal, keep) // what the fold changed is checked again
 	}
 	if normalizedFrom(c.messages, from) {
 		l.normal, l.prior, l.added = true, prior, added
@@ -264,7 +287,7 @@ func (l *lowered) segmentList(tools []provider.Tool) (core.SharedSlice[provider.
 	if err != nil {
 		return core.SharedSlice[provider.Segment]{}, err
 	}
-	if pr := l.prior; pr != nil && pr.tools == len(tools) && pr.system == len(l.system) {
+	if pr := l.prior; pr != nil && !l.reshaped && pr.tools == len(tools) && pr.system == len(l.system) {
 		old := pr.segs.Items()
 		if len(old) >= pr.tools && core.SegmentsPrefix(old[:pr.tools], toolSegs) == pr.tools {
 			return pr.segs.Extend(len(old), l.added...), nil

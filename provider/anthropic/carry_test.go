@@ -5,8 +5,10 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 
+	"github.com/cairn-agents/cairn/core"
 	"github.com/cairn-agents/cairn/provider"
 )
 
@@ -77,6 +79,63 @@ func TestALongChatCarriesItsSettledMessages(t *testing.T) {
 	}
 }
 
+// A chat whose history holds an assistant message of thinking alone (an
+// output cut off after its thinking), which normalize leaves out: every
+// request is the one lowered without pieces and the conversation the fold
+// and normalize made of all the entries at once, and once another message
+// follows it, requests carry their settled messages again.
+func TestALongChatWithAThinkingOnlyAnswer(t *testing.T) {
+	pieces := provider.NewPieces(64 << 20)
+	b := newCtx(t)
+	b.instructions("instructions.main", "Answer briefly.")
+	for turn := 1; turn <= 20; turn++ {
+		b.user(fmt.Sprintf("Turn %d: a question.", turn))
+		sameFromPieces(t, fmt.Sprintf("turn %d", turn), b, nil, pieces, true)
+		if got, want := mustConv(t, b), wholeConversation(t, b); !reflect.DeepEqual(got.messages, want.messages) {
+			t.Fatalf("turn %d: the conversation differs from the one folded and normalized at once", turn)
+		}
+		req := b.request()
+		req.Pieces = pieces
+		l, err := lower(context.Background(), b.blobs, req.Entries, req.Pieces.Scope(APIKind, req, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := l.request(req.Model.Model, params{}, req.Tools); err != nil {
+			t.Fatal(err)
+		}
+		if turn > 7 && (l.fold.carry == nil || l.fold.carry.msgs == 0) {
+			t.Fatalf("turn %d carries nothing: the thinking-only answer of turn 5 stopped it", turn)
+		}
+		content := fmt.Sprintf(`[{"type":"text","text":"Answer %d."}]`, turn)
+		stop := "end_turn"
+		if turn == 5 {
+			content, stop = `[{"type":"thinking","thinking":"Cut off here","signature":"c2lnbmF0dXJl"}]`, "max_tokens"
+		}
+		b.decode(fmt.Appendf(nil, `{"id":"msg_%d","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":%s,"stop_reason":%q,"usage":{"input_tokens":10,"output_tokens":3}}`, turn, content, stop))
+	}
+}
+
+// wholeConversation is b's conversation as lowering made it before it
+// went on from kept states: every entry folded, then normalize.
+func wholeConversation(t *testing.T, b *ctxBuilder) conversation {
+	t.Helper()
+	load := func(e core.Entry) ([]byte, error) { return b.blobs.Get(context.Background(), e.Content.Digest) }
+	var c conversation
+	for _, e := range b.entries {
+		p, err := lowerPiece(e, load)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Kind == core.EntryInstructions {
+			c.system = append(c.system, p.blocks...)
+			continue
+		}
+		c.messages = appendBlocks(c.messages, p.role, slices.Clone(p.blocks))
+	}
+	c.messages = normalize(c.messages)
+	return c
+}
+
 // mustConv is b's conversation lowered without pieces.
 func mustConv(t *testing.T, b *ctxBuilder) conversation {
 	t.Helper()
@@ -87,22 +146,26 @@ func mustConv(t *testing.T, b *ctxBuilder) conversation {
 	return c
 }
 
-// A chat whose history holds an assistant message of thinking alone (an
-// output cut off after its thinking), which normalize leaves out: every
-// request is still the one lowered without pieces, before and after more
-// turns.
-func TestALongChatWithAThinkingOnlyAnswer(t *testing.T) {
+// The message a left-out answer let merge is checked again: a question,
+// an answer of thinking alone, then a tool result, which joins the
+// question's message and must come first in it.
+func TestALeftOutAnswerMergesItsNeighbours(t *testing.T) {
 	pieces := provider.NewPieces(64 << 20)
 	b := newCtx(t)
 	b.instructions("instructions.main", "Answer briefly.")
-	for turn := 1; turn <= 20; turn++ {
-		b.user(fmt.Sprintf("Turn %d: a question.", turn))
-		sameFromPieces(t, fmt.Sprintf("turn %d", turn), b, nil, pieces, true)
-		content := fmt.Sprintf(`[{"type":"text","text":"Answer %d."}]`, turn)
-		stop := "end_turn"
-		if turn == 5 {
-			content, stop = `[{"type":"thinking","thinking":"Cut off here","signature":"c2lnbmF0dXJl"}]`, "max_tokens"
-		}
-		b.decode(fmt.Appendf(nil, `{"id":"msg_%d","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":%s,"stop_reason":%q,"usage":{"input_tokens":10,"output_tokens":3}}`, turn, content, stop))
+	b.user("First question.")
+	b.decode([]byte(`{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"First answer."}],"stop_reason":"end_turn","usage":{"input_tokens":10,"output_tokens":3}}`))
+	b.user("Second question.")
+	b.decode([]byte(`{"id":"msg_2","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"thinking","thinking":"Cut off here","signature":"c2lnbmF0dXJl"}],"stop_reason":"max_tokens","usage":{"input_tokens":10,"output_tokens":3}}`))
+	b.user("Third question.")
+	sameFromPieces(t, "before the tool result", b, nil, pieces, true)
+	b.toolResult("toolu_1", "search", `{"ok":true}`)
+	sameFromPieces(t, "after the tool result", b, nil, pieces, true)
+	got, want := mustConv(t, b), wholeConversation(t, b)
+	if !reflect.DeepEqual(got.messages, want.messages) {
+		t.Fatal("the conversation differs from the one folded and normalized at once")
+	}
+	if last := got.messages[len(got.messages)-1]; last.blocks[0].typ != typeToolResult {
+		t.Fatalf("the last message starts with a %s block, want the tool result", last.blocks[0].typ)
 	}
 }
