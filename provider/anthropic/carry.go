@@ -35,9 +35,6 @@ type foldState struct {
 // of the session can take as it is. It is only kept for a conversation
 // normalize left unchanged, which the next one then starts with.
 type carried struct {
-	// normal messages lead the conversation and need no normalize check
-	// again: all but its last one, which may still gain blocks.
-	normal int
 	// bytes are the first msgs messages as the body sends them, joined by
 	// commas: no request marks them again (settled). Empty when they would
 	// pass the pieces' prefix budget; those requests write every message.
@@ -168,7 +165,9 @@ func lower(ctx context.Context, blobs blob.Store, entries []core.Entry, pieces *
 	}
 	from := 0
 	if prior != nil {
-		from = min(prior.normal, keep) // what the fold changed is checked again
+		// The kept messages were checked but the last, which may have
+		// gained blocks, and any the fold changed.
+		from = max(min(len(kept)-1, keep), 0)
 	}
 	if normalizedFrom(c.messages, from) {
 		l.normal, l.prior, l.added = true, prior, added
@@ -226,7 +225,7 @@ func (l *lowered) request(model string, p params, tools []provider.Tool) (net.Bu
 // carry is what l carries to the next request: segs, and its settled
 // messages' bytes, extending the prior's.
 func (l *lowered) carry(plan markPlan, segs core.SharedSlice[provider.Segment], ntools int) *carried {
-	c := &carried{normal: max(len(l.messages)-1, 0), segs: segs, tools: ntools, system: len(l.system)}
+	c := &carried{segs: segs, tools: ntools, system: len(l.system)}
 	upto := settled(l.conversation, plan)
 	from := 0
 	var kept core.SharedSlice[byte]
@@ -280,7 +279,7 @@ func (f *foldState) size() int64 {
 	return int64(48*len(f.msgs.Items()) + 40*len(f.system) + 40*f.blocks)
 }
 
-// segmentList is the request's segments (conversation.segments), extending
+// segmentList is the request's segments (conversation.segmentsAfter), extending
 // the prior request's list when this one has its tools and system blocks.
 func (l *lowered) segmentList(tools []provider.Tool) (core.SharedSlice[provider.Segment], error) {
 	toolSegs, err := toolSegments(tools)

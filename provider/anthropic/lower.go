@@ -567,21 +567,6 @@ func copied(raw []byte) int {
 
 const ownPartMin = 512
 
-// segments cuts the request c makes with tools into its cache segments, in
-// the order of Anthropic's cache hierarchy: each tool, each system block,
-// then each message block. Anthropic matches cached prefixes block by
-// block, so a message that gains blocks keeps the prefix up to them. A
-// block's segment was made when its entry was lowered (lowerPiece): its
-// digest covers its bytes without a cache marker (markers move from
-// request to request and are not cached content) and its message's role.
-func (c conversation) segments(tools []provider.Tool) ([]provider.Segment, error) {
-	toolSegs, err := toolSegments(tools)
-	if err != nil {
-		return nil, err
-	}
-	return c.segmentsAfter(toolSegs), nil
-}
-
 // toolSegments are the tools' segments, in order.
 func toolSegments(tools []provider.Tool) ([]provider.Segment, error) {
 	segs := make([]provider.Segment, 0, len(tools))
@@ -595,8 +580,14 @@ func toolSegments(tools []provider.Tool) ([]provider.Segment, error) {
 	return segs, nil
 }
 
-// segmentsAfter is toolSegs followed by the segments of c's system and
-// message blocks.
+// segmentsAfter cuts the request c makes into its cache segments, after
+// toolSegs (toolSegments), in the order of Anthropic's cache hierarchy:
+// each tool, each system block, then each message block. Anthropic
+// matches cached prefixes block by block, so a message that gains blocks
+// keeps the prefix up to them. A block's segment was made when its entry
+// was lowered (lowerPiece): its digest covers its bytes without a cache
+// marker (markers move from request to request and are not cached
+// content) and its message's role.
 func (c conversation) segmentsAfter(toolSegs []provider.Segment) []provider.Segment {
 	segs := make([]provider.Segment, 0, len(toolSegs)+len(c.system)+2*len(c.messages))
 	segs = append(segs, toolSegs...)
