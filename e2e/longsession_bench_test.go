@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/cairn-agents/cairn/internal/sse"
 	"io"
 	"io/fs"
 	"maps"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,12 +17,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/cairn-agents/cairn/api"
 	"github.com/cairn-agents/cairn/core"
+	"github.com/cairn-agents/cairn/internal/sse"
 	"github.com/cairn-agents/cairn/vfs"
 )
 
@@ -103,15 +105,20 @@ func BenchmarkServeLongChatTemporal(b *testing.B) {
 }
 
 // benchTurns is CAIRN_BENCH_TURNS (at least 10), or 1,000.
-func benchTurns(b *testing.B) int {
-	if v := os.Getenv("CAIRN_BENCH_TURNS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 10 {
-			b.Fatalf("CAIRN_BENCH_TURNS=%q: want a number of at least 10", v)
-		}
-		return n
+func benchTurns(b *testing.B) int { return benchCount(b, "CAIRN_BENCH_TURNS", 1000, 10) }
+
+// benchCount is the number the environment variable name gives (at least
+// least), or def.
+func benchCount(b *testing.B, name string, def, least int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
 	}
-	return 1000
+	n, err := strconv.Atoi(v)
+	if err != nil || n < least {
+		b.Fatalf("%s=%q: want a number of at least %d", name, v, least)
+	}
+	return n
 }
 
 // BenchmarkServeReread is 100 turns that each read one 256 KiB file of a
@@ -195,43 +202,9 @@ func readThenAnswer(path func(n int) string) func([]byte) string {
 }
 
 func runScenario(b *testing.B, sc scenario) scenarioResult {
-	// CAIRN_BENCH_BIN runs a binary built before, so two builds can be
-	// alternated run by run (this machine's noise is larger than most
-	// changes' effect).
-	bin := os.Getenv("CAIRN_BENCH_BIN")
-	if bin == "" {
-		bin = filepath.Join(b.TempDir(), "cairn")
-		build := exec.Command("go", "build", "-o", bin, "../cmd/cairn")
-		build.Stdout, build.Stderr = os.Stdout, os.Stderr
-		if err := build.Run(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	var mu sync.Mutex
-	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		answer := sc.respond(body)
-		mu.Unlock()
-		if sc.stream {
-			stream, err := sse.For(r.URL.Path, []byte(answer))
-			if err != nil {
-				b.Error(err)
-			}
-			w.Header().Set("Content-Type", "text/event-stream")
-			_, _ = w.Write(stream)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, answer)
-	}))
-	b.Cleanup(fake.Close)
-	dir := b.TempDir()
-	cfg := filepath.Join(dir, "providers.json")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, `{"providers":{"fake":{"baseUrl":%q,"stream":%t,"apiKinds":["chat_completions","openai_responses","anthropic_messages"]}}}`, fake.URL+"/v1", sc.stream), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	data := filepath.Join(dir, "data")
+	bin := benchBinary(b)
+	cfg, _ := fakeProvider(b, sc)
+	data := filepath.Join(b.TempDir(), "data")
 	var res scenarioResult
 	for range b.N {
 		_ = os.RemoveAll(data)
@@ -346,6 +319,59 @@ func runScenario(b *testing.B, sc scenario) scenarioResult {
 	return res
 }
 
+// benchBinary is CAIRN_BENCH_BIN, so two builds can be alternated run by
+// run (this machine's noise is larger than most changes' effect), or a
+// cairn binary built for the benchmark.
+func benchBinary(b *testing.B) string {
+	if bin := os.Getenv("CAIRN_BENCH_BIN"); bin != "" {
+		return bin
+	}
+	bin := filepath.Join(b.TempDir(), "cairn")
+	build := exec.Command("go", "build", "-o", bin, "../cmd/cairn")
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		b.Fatal(err)
+	}
+	return bin
+}
+
+// fakeProvider starts the zero-latency provider that answers with
+// sc.respond and writes the providers file that names it; it returns that
+// file and a count of the connections the provider accepted.
+func fakeProvider(b *testing.B, sc scenario) (config string, conns *atomic.Int64) {
+	var mu sync.Mutex
+	fake := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		answer := sc.respond(body)
+		mu.Unlock()
+		if sc.stream {
+			stream, err := sse.For(r.URL.Path, []byte(answer))
+			if err != nil {
+				b.Error(err)
+			}
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = w.Write(stream)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, answer)
+	}))
+	conns = new(atomic.Int64)
+	fake.Config.ConnState = func(_ net.Conn, state http.ConnState) {
+		if state == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	fake.Start()
+	b.Cleanup(fake.Close)
+	config = filepath.Join(b.TempDir(), "providers.json")
+	if err := os.WriteFile(config, fmt.Appendf(nil, `{"providers":{"fake":{"baseUrl":%q,"stream":%t,"apiKinds":["chat_completions","openai_responses","anthropic_messages"]}}}`, fake.URL+"/v1", sc.stream), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	return config, conns
+}
+
 // cpuAt is the CPU per turn at turn t, in ms, from the CPU of each ten
 // turns: the mean over the hundred turns ending at t (the first ten at
 // turn 10), since the /proc clock ticks every 10 ms and a mean over ten
@@ -431,12 +457,20 @@ func stopServer(b *testing.B, s *server) {
 // ends, as a client following a session would; it moves *head on.
 func waitCompleted(b *testing.B, c *api.Client, sessionID, runID string, head *int64) {
 	b.Helper()
+	if err := runCompleted(c, sessionID, runID, head); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// runCompleted is waitCompleted for any goroutine: it returns what went
+// wrong.
+func runCompleted(c *api.Client, sessionID, runID string, head *int64) error {
 	join := "run:" + runID
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
 		got, err := c.ReadEvents(context.Background(), api.EventsReadParams{SessionID: sessionID, After: *head, WaitMs: 5000})
 		if err != nil {
-			b.Fatal(err)
+			return err
 		}
 		for _, ev := range got.Events {
 			*head = ev.Seq
@@ -445,13 +479,13 @@ func waitCompleted(b *testing.B, c *api.Client, sessionID, runID string, head *i
 			}
 			switch ev.Kind {
 			case core.KindRunCompleted:
-				return
+				return nil
 			case core.KindRunFailed, core.KindRunCancelled:
-				b.Fatalf("run %s: %s %s", runID, ev.Kind, ev.Payload)
+				return fmt.Errorf("run %s: %s %s", runID, ev.Kind, ev.Payload)
 			}
 		}
 	}
-	b.Fatalf("run %s did not end", runID)
+	return fmt.Errorf("run %s did not end", runID)
 }
 
 // processCPU is the process's user plus system CPU time so far.
