@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -24,8 +25,19 @@ type Client struct {
 	next   atomic.Int64
 }
 
+// clientTransport is the transport of clients made without an
+// http.Client: net/http's default, except that it keeps as many idle
+// connections to one server as to all. The default keeps two a host, and
+// a program that follows many sessions at once holds a long-poll for
+// each: it would open a connection for most of its calls.
+var clientTransport = sync.OnceValue(func() http.RoundTripper {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = t.MaxIdleConns
+	return t
+})
+
 // NewClient returns a client for a server address ("127.0.0.1:8420" or a
-// full URL); httpClient may be nil.
+// full URL); httpClient may be nil. A Client is safe for concurrent use.
 func NewClient(addr string, httpClient *http.Client) *Client {
 	url := addr
 	if !strings.Contains(url, "://") {
@@ -36,7 +48,7 @@ func NewClient(addr string, httpClient *http.Client) *Client {
 		url += "/rpc"
 	}
 	if httpClient == nil {
-		httpClient = &http.Client{}
+		httpClient = &http.Client{Transport: clientTransport()}
 	}
 	return &Client{url: url, http: httpClient}
 }

@@ -51,7 +51,7 @@ type conn struct {
 // Options are how Servers reach their servers; every field may be zero.
 type Options struct {
 	Getenv    func(string) string // os.Getenv when nil
-	Transport http.RoundTripper   // http.DefaultTransport when nil
+	Transport http.RoundTripper   // a clone of http.DefaultTransport when nil (see New)
 	Logger    *slog.Logger        // slog.Default() when nil
 	Version   string              // Cairn's version, told to servers
 }
@@ -62,7 +62,12 @@ func New(configs map[string]ServerConfig, opt Options) *Servers {
 		opt.Getenv = os.Getenv
 	}
 	if opt.Transport == nil {
-		opt.Transport = http.DefaultTransport
+		// net/http's default keeps two idle connections a host; the tool
+		// calls of every session go to the same few servers, and more than
+		// two at once would each open a connection.
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = t.MaxIdleConns
+		opt.Transport = t
 	}
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-agents/cairn/internal/conntest"
 	"github.com/cairn-agents/cairn/provider/endpoint"
 )
 
@@ -125,4 +126,15 @@ func processCPU(b *testing.B) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// Provider calls made at once keep their connections for the next calls
+// made at once: net/http's default keeps two a host, so with more than two
+// sessions generating, most calls would open one.
+func TestTransportKeepsTheConnectionsOfCallsMadeAtOnce(t *testing.T) {
+	conntest.CheckKept(t, `{}`, func(url string) (func() error, func()) {
+		transport := NewTransport()
+		client := &http.Client{Transport: transport}
+		return conntest.Get(client, url), transport.CloseIdleConnections
+	})
 }
