@@ -24,13 +24,23 @@ import (
 // percentile), and the connections the provider was opened over.
 //
 //	CAIRN_BENCH_SESSIONS=16 go test -run '^$' -bench ServeManySessions -benchtime 1x ./e2e/
-func BenchmarkServeManySessions(b *testing.B) {
+func BenchmarkServeManySessions(b *testing.B) { manySessions(b, false) }
+
+// BenchmarkServeManySessionsPostgres is BenchmarkServeManySessions on the
+// hosted store, as a team runs it: `cairn serve --postgres URL` (a fresh
+// database, migrated, with one universe whose key every client sends).
+func BenchmarkServeManySessionsPostgres(b *testing.B) { manySessions(b, true) }
+
+func manySessions(b *testing.B, postgres bool) {
 	sessions := benchCount(b, "CAIRN_BENCH_SESSIONS", 8, 1)
 	turns := benchCount(b, "CAIRN_BENCH_TURNS", 200, 10)
 	bin := benchBinary(b)
 	cfg, conns := fakeProvider(b, scenario{respond: func([]byte) string { return textResponse("chatcmpl-bench", "Noted.") }})
 	for range b.N {
 		where := &backing{data: filepath.Join(b.TempDir(), "data")}
+		if postgres {
+			where = hostedBacking(b, bin, false)
+		}
 		srv := where.serve(b, bin, cfg)
 		ids := make([]string, sessions)
 		for i := range ids {
@@ -49,7 +59,7 @@ func BenchmarkServeManySessions(b *testing.B) {
 		for i, id := range ids {
 			// A client of its own, as each person's is: one shared
 			// transport would keep only two idle connections.
-			c := api.NewClient(srv.addr, &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()})
+			c := api.NewClient(srv.addr, &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}).WithAPIKey(where.key)
 			wg.Go(func() { took[i], errs[i] = chatTurns(c, id, turns) })
 		}
 		wg.Wait()
