@@ -35,7 +35,8 @@ import (
 // long-polling their events), and reports the server's own CPU time per
 // turn (a turn is one run here; on Temporal, the worker's is added), read
 // from /proc, at turns 10, 100, 1,000 and 10,000 as far as the scenario
-// goes (see cpuAt); the bytes its data directory holds once the server has
+// goes (see cpuAt); its resident memory after the last turn; the bytes its
+// data directory holds once the server has
 // stopped (or its database grew by, see backing); the latency of session/read and of
 // one page of session/context/read after 10 turns and at the end; of
 // the first session/read after a restart (cold); and the wall and CPU
@@ -257,6 +258,7 @@ func runScenario(b *testing.B, sc scenario) scenarioResult {
 			}
 		}
 		readsLate := readLatency(b, c, s.SessionID)
+		rss := processRSS(b, srv.cmd.Process.Pid)
 		res.minPrefixReuse = minPrefixReuse(b, c, s.SessionID)
 		// A long run also logs the CPU of each 1,000 turns: a window of
 		// 100 turns (cpuAt) varies from run to run more than most changes.
@@ -310,6 +312,7 @@ func runScenario(b *testing.B, sc scenario) scenarioResult {
 			b.Logf("data directory kept in %s", keep)
 		}
 		b.ReportMetric(float64(res.stored)/1e6, "stored-MB")
+		b.ReportMetric(float64(rss)/1e6, "rss-MB@end")
 		b.ReportMetric(readsEarly[0], "session/read-ms@10turns")
 		b.ReportMetric(readsLate[0], "session/read-ms@end")
 		b.ReportMetric(readsEarly[1], "context/read-ms@10turns")
@@ -504,6 +507,26 @@ func processCPU(b *testing.B, pid int) time.Duration {
 		b.Fatalf("parsing /proc stat: %v %v", err1, err2)
 	}
 	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// processRSS is the process's resident memory in bytes (VmRSS).
+func processRSS(b *testing.B, pid int) int64 {
+	b.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatalf("reading a process's memory (Linux /proc): %v", err)
+	}
+	for line := range strings.Lines(string(raw)) {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				b.Fatalf("parsing VmRSS %q: %v", rest, err)
+			}
+			return kb << 10
+		}
+	}
+	b.Fatal("no VmRSS in /proc status")
+	return 0
 }
 
 // dirBytes is the size of the files under dir.

@@ -21,7 +21,8 @@ import (
 // fake on one host, as every session of a team shares its provider's. It
 // reports the turns the server completes a second, its CPU a turn over all
 // of them, the wall time of a turn as a client sees it (median and 99th
-// percentile), and the connections the provider was opened over.
+// percentile), the connections the provider was opened over, and the
+// server's resident memory once every session is done.
 //
 //	CAIRN_BENCH_SESSIONS=16 go test -run '^$' -bench ServeManySessions -benchtime 1x ./e2e/
 func BenchmarkServeManySessions(b *testing.B) { manySessions(b, false) }
@@ -65,6 +66,7 @@ func manySessions(b *testing.B, postgres bool) {
 		wg.Wait()
 		wall := time.Since(start)
 		cpu := where.cpu(b, srv) - before
+		rss := processRSS(b, srv.cmd.Process.Pid)
 		stopServer(b, srv)
 		for _, err := range errs {
 			if err != nil {
@@ -78,6 +80,7 @@ func manySessions(b *testing.B, postgres bool) {
 		b.ReportMetric(float64(all[len(all)/2].Microseconds())/1000, "turn-ms-p50")
 		b.ReportMetric(float64(all[len(all)*99/100].Microseconds())/1000, "turn-ms-p99")
 		b.ReportMetric(float64(conns.Load()-opened), "provider-conns")
+		b.ReportMetric(float64(rss)/1e6, "rss-MB@end")
 		b.Logf("%d sessions × %d turns in %v", sessions, turns, wall.Round(time.Millisecond))
 	}
 }
