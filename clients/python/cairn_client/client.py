@@ -4,7 +4,11 @@ archives (export and import)."""
 import http.client
 import json
 import os
+import select
+import ssl
+import threading
 import urllib.error
+import urllib.parse
 import urllib.request
 from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Tuple
 
@@ -30,6 +34,7 @@ class Client(Methods):
             self.url = self.url[: -len("/rpc")]
         self.api_key, self.timeout = api_key, timeout
         self._id = 0
+        self._local = threading.local()  # each thread's kept connection (http.client's are not shared)
 
     def _headers(self) -> Dict[str, str]:
         h = {"Content-Type": "application/json"}
@@ -41,20 +46,56 @@ class Client(Methods):
         """Calls method and returns its result as JSON data, or raises CairnError."""
         self._id += 1
         body = json.dumps({"jsonrpc": "2.0", "id": self._id, "method": method, "params": params or {}}).encode()
-        req = urllib.request.Request(self.url + "/rpc", data=body, headers=self._headers(), method="POST")
+        conn, path = self._connection(timeout or self.timeout)
         try:
-            with urllib.request.urlopen(req, timeout=timeout or self.timeout) as resp:
-                answer = json.load(resp)
-        except urllib.error.HTTPError as e:  # 401, 413, ...: the body is still a JSON-RPC answer
-            try:
-                answer = json.load(e)
-            except ValueError:
-                raise CairnError(e.code, "http_error", f"HTTP {e.code}") from None
+            conn.request("POST", path, body=body, headers=self._headers())
+            resp = conn.getresponse()
+            raw = resp.read()
+        except BaseException:
+            conn.close()
+            self._local.conn = None
+            raise
+        if resp.will_close:
+            conn.close()
+            self._local.conn = None
+        try:
+            answer = json.loads(raw)
+        except ValueError:  # 401, 413, ...: the body is a JSON-RPC answer, unless something else answered
+            raise CairnError(resp.status, "http_error", f"HTTP {resp.status}") from None
         if answer.get("error"):
             err = answer["error"]
             data = err.get("data") or {}
             raise CairnError(err.get("code", 0), data.get("kind", ""), err.get("message", ""), data)
         return answer.get("result")
+
+    def _connection(self, timeout: float) -> Tuple[http.client.HTTPConnection, str]:
+        """This thread's connection to the server, kept between calls (a
+        new one each call would cost a handshake, over TLS two round trips
+        more), and the path of /rpc. A kept connection the server has
+        closed while it was idle is readable (its end of file): it is
+        dropped for a new one before anything is sent on it."""
+        u = urllib.parse.urlsplit(self.url)
+        conn = getattr(self._local, "conn", None)
+        if conn is not None and conn.sock is not None and select.select([conn.sock], [], [], 0)[0]:
+            conn.close()
+            conn = None
+        if conn is None:
+            if u.scheme == "https":
+                conn = http.client.HTTPSConnection(u.netloc, timeout=timeout, context=ssl.create_default_context())
+            else:
+                conn = http.client.HTTPConnection(u.netloc, timeout=timeout)
+            self._local.conn = conn
+        conn.timeout = timeout
+        if conn.sock is not None:
+            conn.sock.settimeout(timeout)
+        return conn, u.path + "/rpc"
+
+    def close(self) -> None:
+        """Closes this thread's kept connection; the next call opens one."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
 
     def _refused(self, e: urllib.error.HTTPError) -> CairnError:
         try:

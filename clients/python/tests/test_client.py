@@ -68,6 +68,7 @@ class ClientTest(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
+        cls.client.close()
         cls.server.terminate()
         cls.server.wait(timeout=10)
         cls.fake.shutdown()
