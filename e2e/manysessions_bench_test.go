@@ -58,8 +58,8 @@ func manySessions(b *testing.B, postgres bool) {
 		start := time.Now()
 		var wg sync.WaitGroup
 		for i, id := range ids {
-			// A client of its own, as each person's is: one shared
-			// transport would keep only two idle connections.
+			// A client and connections of its own, as each person's
+			// program has.
 			c := api.NewClient(srv.addr, &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}).WithAPIKey(where.key)
 			wg.Go(func() { took[i], errs[i] = chatTurns(c, id, turns) })
 		}
