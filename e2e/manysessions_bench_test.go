@@ -25,22 +25,27 @@ import (
 // server's resident memory once every session is done.
 //
 //	CAIRN_BENCH_SESSIONS=16 go test -run '^$' -bench ServeManySessions -benchtime 1x ./e2e/
-func BenchmarkServeManySessions(b *testing.B) { manySessions(b, false) }
+func BenchmarkServeManySessions(b *testing.B) { manySessions(b, false, false) }
 
 // BenchmarkServeManySessionsPostgres is BenchmarkServeManySessions on the
 // hosted store, as a team runs it: `cairn serve --postgres URL` (a fresh
 // database, migrated, with one universe whose key every client sends).
-func BenchmarkServeManySessionsPostgres(b *testing.B) { manySessions(b, true) }
+func BenchmarkServeManySessionsPostgres(b *testing.B) { manySessions(b, true, false) }
 
-func manySessions(b *testing.B, postgres bool) {
+// BenchmarkServeManySessionsTemporal is BenchmarkServeManySessionsPostgres
+// with the sessions on Temporal: `cairn serve --temporal` as the gateway
+// and one `cairn worker` (whose CPU is counted with the gateway's).
+func BenchmarkServeManySessionsTemporal(b *testing.B) { manySessions(b, true, true) }
+
+func manySessions(b *testing.B, hosted, onTemporal bool) {
 	sessions := benchCount(b, "CAIRN_BENCH_SESSIONS", 8, 1)
 	turns := benchCount(b, "CAIRN_BENCH_TURNS", 200, 10)
 	bin := benchBinary(b)
 	cfg, conns := fakeProvider(b, scenario{respond: func([]byte) string { return textResponse("chatcmpl-bench", "Noted.") }})
 	for range b.N {
 		where := &backing{data: filepath.Join(b.TempDir(), "data")}
-		if postgres {
-			where = hostedBacking(b, bin, false)
+		if hosted {
+			where = hostedBacking(b, bin, onTemporal)
 		}
 		srv := where.serve(b, bin, cfg)
 		ids := make([]string, sessions)
@@ -68,6 +73,7 @@ func manySessions(b *testing.B, postgres bool) {
 		cpu := where.cpu(b, srv) - before
 		rss := processRSS(b, srv.cmd.Process.Pid)
 		stopServer(b, srv)
+		where.stopWorker(b)
 		for _, err := range errs {
 			if err != nil {
 				b.Fatal(err)
