@@ -81,6 +81,14 @@ func (x *Executor) Refresh(ctx context.Context, cfg core.SessionConfig, agentMen
 	return Refreshed{Entries: entries, MCP: mcp}, err
 }
 
+// NothingToRefresh reports that Refresh derives nothing for cfg, whatever
+// the files and servers hold: it links no files and grants no MCP server.
+// A host whose Refresh costs a round trip (Temporal's activity) takes the
+// empty Refreshed instead, which RefreshContext admits the same way.
+func NothingToRefresh(cfg core.SessionConfig) bool {
+	return len(cfg.Links) == 0 && len(grantedServers(cfg)) == 0
+}
+
 // refreshFiles derives the context material of the linked files; the
 // agent menu only for a session that may start sub-agents (see
 // AgentMenuAllowed).

@@ -62,6 +62,11 @@ func TestHistoryBytesPerTurnDoNotGrowWithPayload(t *testing.T) {
 			small.bytesPerTurn(), large.bytesPerTurn(), ratio, 100*maxPayloadGrowth)
 	}
 	for _, m := range []historyMeasurement{small, large} {
+		// The session links no files and grants no MCP server: a Refresh
+		// activity would be a round trip for nothing.
+		if row := m.breakdown.rows["ActivityTaskScheduled Refresh"]; row != nil {
+			t.Errorf("a session with nothing to refresh scheduled the Refresh activity %d times", row.events)
+		}
 		if m.bytesPerTurn() >= maxHistoryBytesPerTurn {
 			t.Errorf("history bytes per turn with %s tool outputs: %.0f, target < %d", sizeName(m.outputBytes), m.bytesPerTurn(), maxHistoryBytesPerTurn)
 		}

@@ -597,6 +597,11 @@ func (s *session) checkpoint(ctx workflow.Context, head int64) {
 // before new run work; histories from before it replay without the activity.
 const versionRefresh = "refresh-boundary"
 
+// versionRefreshUnsourced marks workflow code that takes the empty result
+// of a refresh with nothing to read (runtime.NothingToRefresh) without the
+// Refresh activity; histories from before it replay with the activity.
+const versionRefreshUnsourced = "refresh-unsourced"
+
 // refresh is runtime.RefreshContext with the links read by the Refresh
 // activity. The caller holds s.mu.
 func (s *session) refresh(ctx workflow.Context) error {
@@ -605,6 +610,9 @@ func (s *session) refresh(ctx workflow.Context) error {
 	derived := false
 	err := runtime.RefreshContext(s.on(ctx), func(sum core.Summary) (runtime.Refreshed, error) {
 		derived = true
+		if runtime.NothingToRefresh(sum.Config) && workflow.GetVersion(ctx, versionRefreshUnsourced, workflow.DefaultVersion, 1) == 1 {
+			return runtime.Refreshed{}, nil // a round trip through the server for nothing, every run
+		}
 		var out RefreshOut
 		refreshCtx := workflow.WithRetryPolicy(s.shortActivity(ctx), temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2, MaximumAttempts: 5})
 		err := workflow.ExecuteActivity(refreshCtx, "Refresh", refreshIn(s.args.Universe, sum)).Get(ctx, &out)
