@@ -83,8 +83,13 @@ class KeptConnectionTest(unittest.TestCase):
         client = Client(f"http://127.0.0.1:{server.server_port}")
         self.addCleanup(client.close)
         got = []
+
+        def call_and_keep():
+            got.append(client.call("session/read", {"sessionId": "s"})["connections"])
+            self.addCleanup(client._local.conn.close)  # kept open while the others call
+
         for _ in range(2):
-            t = threading.Thread(target=lambda: got.append(client.call("session/read", {"sessionId": "s"})["connections"]))
+            t = threading.Thread(target=call_and_keep)
             t.start()
             t.join()
         got.append(client.call("session/read", {"sessionId": "s"})["connections"])
