@@ -192,6 +192,7 @@ func serve(ctx context.Context, cmd *cobra.Command, o serveOptions) error {
 	srv := &http.Server{
 		Handler:           withHealth(withMetrics(rpc.Protect(web.WithAPI(rpc.Handler())), m, hosts, o.postgres != ""), ready, logger),
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       idleConnTimeout,
 	}
 	logger.Info("cairn serving", "rpc", "http://"+ln.Addr().String()+"/rpc")
 	logger.Info("inspector", "url", "http://"+ln.Addr().String()+"/")

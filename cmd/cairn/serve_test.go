@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cairn-agents/cairn/api"
 	"github.com/cairn-agents/cairn/internal/testenv"
@@ -126,5 +129,40 @@ func TestServeMaxResponseBytes(t *testing.T) {
 	}
 	if err := serveCommand().ParseFlags([]string{"--max-response-bytes", "x"}); err == nil {
 		t.Fatal("a malformed --max-response-bytes was accepted")
+	}
+}
+
+// A connection left idle after its answer is closed by the server once
+// idleConnTimeout passes, so idle clients cannot hold descriptors forever.
+func TestServeClosesIdleConnections(t *testing.T) {
+	defer func(d time.Duration) { idleConnTimeout = d }(idleConnTimeout)
+	idleConnTimeout = 200 * time.Millisecond
+	addr := startServeCommand(t)
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := `{"jsonrpc":"2.0","id":1,"method":"session/list","params":{}}`
+	if _, err := fmt.Fprintf(conn, "POST /rpc HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", addr, len(body), body); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(r, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.Close {
+		t.Fatal("the server closed the connection after its answer; the test needs it kept")
+	}
+	if err := conn.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := r.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Fatalf("an idle connection: read %d bytes, %v; want the server to close it (EOF)", n, err)
 	}
 }
