@@ -591,7 +591,18 @@ func (s *session) checkpoint(ctx workflow.Context, head int64) {
 		return
 	}
 	s.checkpointed = head
+	// The session may have gone on to another idle boundary while this one
+	// was stored, and the loop skipped it as a checkpoint was in flight:
+	// wake the loop to see whether one is due now. Without it an idle
+	// session kept that older checkpoint until its next run.
+	if workflow.GetVersion(ctx, versionCheckpointRecheck, workflow.DefaultVersion, 1) == 1 {
+		s.dirty = true
+	}
 }
+
+// versionCheckpointRecheck marks workflow code that wakes the loop after a
+// checkpoint is stored; histories from before it replay without the wake.
+const versionCheckpointRecheck = "checkpoint-recheck"
 
 // versionRefresh marks workflow code that refreshes linked-file material
 // before new run work; histories from before it replay without the activity.
