@@ -95,5 +95,6 @@ class KeptConnectionTest(unittest.TestCase):
         got.append(client.call("session/read", {"sessionId": "s"})["connections"])
         self.assertEqual(got, [1, 2, 3])
 
+
 if __name__ == "__main__":
     unittest.main()
