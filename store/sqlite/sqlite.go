@@ -148,11 +148,16 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Store, error) {
 // dsn builds a file: URI (so any path is escaped correctly) carrying the
 // per-connection settings. synchronous=NORMAL is durable across application
 // crashes in WAL mode; only an OS crash can lose the last commits.
+// temp_store=MEMORY keeps a statement's journal in memory: a statement
+// that records a chunk index's edges writes tens of index pages, and
+// SQLite spilled the journal of any statement over 64 KiB to a temporary
+// file, a system call a page.
 func dsn(path string, write bool) string {
 	q := url.Values{}
 	q.Set("_busy_timeout", fmt.Sprint(busyTimeout.Milliseconds()))
 	q.Set("_foreign_keys", "1")
 	q.Set("_synchronous", "NORMAL")
+	q.Add("_pragma", "temp_store(MEMORY)")
 	if write {
 		q.Set("_journal_mode", "WAL")
 		q.Set("_txlock", "immediate")

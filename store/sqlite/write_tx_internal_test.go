@@ -108,3 +108,22 @@ func goroutinesCreated() uint64 {
 	metrics.Read(m)
 	return m[0].Value.Uint64()
 }
+
+// Both pools keep temporary files, a statement's journal among them, in
+// memory (temp_store 2): a write that records an index's edges journals
+// tens of pages, and a file would cost a system call each.
+func TestConnectionsKeepTemporaryFilesInMemory(t *testing.T) {
+	s := openTest(t, t.TempDir())
+	ctx := context.Background()
+	var fromWriter int
+	if err := s.writes.scanRow(ctx, `PRAGMA temp_store`, nil, &fromWriter); err != nil {
+		t.Fatal(err)
+	}
+	var fromReader int
+	if err := s.reader.QueryRow(`PRAGMA temp_store`).Scan(&fromReader); err != nil {
+		t.Fatal(err)
+	}
+	if fromWriter != 2 || fromReader != 2 {
+		t.Fatalf("temp_store: writer %d, reader %d; want 2 (memory) on both", fromWriter, fromReader)
+	}
+}
