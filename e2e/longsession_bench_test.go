@@ -34,9 +34,9 @@ import (
 // scripted session over JSON-RPC as a client would (starting runs and
 // long-polling their events), and reports the server's own CPU time per
 // turn (a turn is one run here; on Temporal, the worker's is added), read
-// from /proc, at turns 10, 100, 1,000 and 10,000 as far as the scenario
-// goes (see cpuAt); its resident memory after the last turn; the bytes its
-// data directory holds once the server has stopped (or its database grew
+// from /proc, and the time a turn takes, at turns 10, 100, 1,000 and
+// 10,000 as far as the scenario goes (see perTurnAt); its resident memory
+// after the last turn; the bytes its data directory holds once the server has stopped (or its database grew
 // by, see backing); the latency of session/read and of one page of
 // session/context/read after 10 turns and at the end; of
 // the first session/read after a restart (cold); and the wall and CPU
@@ -237,10 +237,11 @@ func runScenario(b *testing.B, sc scenario) scenarioResult {
 			b.Fatal(err)
 		}
 		var windows []time.Duration // CPU of turns 1-10, 11-20, ...
+		var walls []time.Duration   // and the time they took
 		var turnsCPU time.Duration  // over every turn, without the reads between
 		var head int64
 		var readsEarly [2]float64
-		before := where.cpu(b, srv)
+		before, began := where.cpu(b, srv), time.Now()
 		for turn := 1; turn <= sc.turns; turn++ {
 			run, err := c.StartRun(ctx, api.RunStartParams{SessionID: s.SessionID, Input: []api.InputPart{{Type: "text", Text: fmt.Sprintf("Turn %d: a short message, as people write them.", turn)}}})
 			if err != nil {
@@ -251,17 +252,18 @@ func runScenario(b *testing.B, sc scenario) scenarioResult {
 				now := where.cpu(b, srv)
 				turnsCPU += now - before
 				windows = append(windows, now-before)
+				walls = append(walls, time.Since(began))
 				if turn == 10 {
 					readsEarly = readLatency(b, c, s.SessionID)
 				}
-				before = where.cpu(b, srv) // the reads' CPU is not a turn's
+				before, began = where.cpu(b, srv), time.Now() // the reads' CPU is not a turn's
 			}
 		}
 		readsLate := readLatency(b, c, s.SessionID)
 		rss := processRSS(b, srv.cmd.Process.Pid)
 		res.minPrefixReuse = minPrefixReuse(b, c, s.SessionID)
 		// A long run also logs the CPU of each 1,000 turns: a window of
-		// 100 turns (cpuAt) varies from run to run more than most changes.
+		// 100 turns (perTurnAt) varies from run to run more than most changes.
 		for from := 0; sc.turns >= 2000 && from+100 <= len(windows); from += 100 {
 			var sum time.Duration
 			for _, w := range windows[from : from+100] {
@@ -272,8 +274,11 @@ func runScenario(b *testing.B, sc scenario) scenarioResult {
 		stopServer(b, srv)
 		res.stored = where.bytes(b)
 		for _, t := range []int{10, 100, 1000, 10000} {
-			if v, ok := cpuAt(windows, t); ok {
+			if v, ok := perTurnAt(windows, t); ok {
 				b.ReportMetric(v, fmt.Sprintf("cpu-ms/turn@%d", t))
+			}
+			if v, ok := perTurnAt(walls, t); ok {
+				b.ReportMetric(v, fmt.Sprintf("turn-ms@%d", t))
 			}
 		}
 		b.ReportMetric(turnsCPU.Seconds()*1000/float64(sc.turns/10*10), "cpu-ms/turn-mean")
@@ -375,11 +380,11 @@ func fakeProvider(b *testing.B, sc scenario) (config string, conns *atomic.Int64
 	return config, conns
 }
 
-// cpuAt is the CPU per turn at turn t, in ms, from the CPU of each ten
-// turns: the mean over the hundred turns ending at t (the first ten at
-// turn 10), since the /proc clock ticks every 10 ms and a mean over ten
-// turns would be ±1 ms.
-func cpuAt(windows []time.Duration, t int) (float64, bool) {
+// perTurnAt is the CPU (or time) per turn at turn t, in ms, from that of
+// each ten turns: the mean over the hundred turns ending at t (the first
+// ten at turn 10), since the /proc clock ticks every 10 ms and a mean over
+// ten turns would be ±1 ms.
+func perTurnAt(windows []time.Duration, t int) (float64, bool) {
 	if t%10 != 0 || t/10 > len(windows) {
 		return 0, false
 	}
