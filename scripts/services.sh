@@ -90,7 +90,14 @@ ensure_temporal() {
   fi
   local port
   port=$(free_port)
+  # The history service moves tasks to matching at most
+  # transferProcessorMaxPollRPS (20) times a second, a floor of 50 ms under
+  # each activity or workflow task a turn dispatches (100 ms a turn once the
+  # limiter's burst is spent); an eager activity skips one dispatch. The
+  # README's "On Temporal" recommends both to operators.
   "$bin" server start-dev --headless --ip 127.0.0.1 --port "$port" \
+    --dynamic-config-value history.transferProcessorMaxPollRPS=1000 \
+    --dynamic-config-value system.enableActivityEagerExecution=true \
     --db-filename "$SERVICES_DIR/temporal.db" --log-level warn > "$SERVICES_DIR/temporal.log" 2>&1 &
   SERVICE_PIDS+=($!)
   for _ in $(seq 1 300); do
