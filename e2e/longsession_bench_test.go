@@ -36,11 +36,11 @@ import (
 // turn (a turn is one run here; on Temporal, the worker's is added), read
 // from /proc, and the time a turn takes, at turns 10, 100, 1,000 and
 // 10,000 as far as the scenario goes (see perTurnAt); its resident memory
-// after the last turn; the bytes its data directory holds once the server has stopped (or its database grew
-// by, see backing); the latency of session/read and of one page of
-// session/context/read after 10 turns and at the end; of
-// the first session/read after a restart (cold); and the wall and CPU
-// time of the first turn after another restart.
+// after the last turn; the bytes its data directory holds once the server
+// has stopped (or its database grew by, see backing); the latency of
+// session/read and of one page of session/context/read after 10 turns and
+// at the end; of the first session/read after a restart (cold); and the
+// wall and CPU time of the first turn after another restart.
 // CAIRN_BENCH_KEEP=DIR keeps the data directory of an embedded run (DIR
 // must not exist);
 // CAIRN_BENCH_BIN=FILE runs that cairn binary instead of building one. Run

@@ -149,9 +149,10 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Store, error) {
 // per-connection settings. synchronous=NORMAL is durable across application
 // crashes in WAL mode; only an OS crash can lose the last commits.
 // temp_store=MEMORY keeps a statement's journal in memory: a statement
-// that records a chunk index's edges writes tens of index pages, and
+// that records a chunk index's edges changes tens of index pages, and
 // SQLite spilled the journal of any statement over 64 KiB to a temporary
-// file, a system call a page.
+// file, two system calls a page. The journal holds each page one
+// statement changes once, until the statement ends.
 func dsn(path string, write bool) string {
 	q := url.Values{}
 	q.Set("_busy_timeout", fmt.Sprint(busyTimeout.Milliseconds()))
